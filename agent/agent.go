@@ -127,6 +127,11 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.RegistrationToken == "" && cfg.StateDir == "" {
 		return nil, vdibroker.FieldError("registrationToken", "is required when no state directory holds a credential")
 	}
+	// Before any registration: an agent that could not read its saved
+	// credential back would use the registration token at every start.
+	if err := CheckStateDirAccess(cfg.StateDir); err != nil {
+		return nil, err
+	}
 	if cfg.HeartbeatInterval <= 0 {
 		cfg.HeartbeatInterval = DefaultHeartbeatInterval
 	}

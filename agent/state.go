@@ -27,11 +27,17 @@ func loadCredential(dir string) (*savedCredential, error) {
 	if dir == "" {
 		return nil, nil
 	}
-	data, err := os.ReadFile(filepath.Join(dir, credentialFile))
+	path := filepath.Join(dir, credentialFile)
+	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
+		return nil, fmt.Errorf("read credential: %w", err)
+	}
+	// On Windows a credential others may read is not used: the agent
+	// registers again, and the new one is written private (R-SEC).
+	if err := CheckSecretFile(path); err != nil {
 		return nil, fmt.Errorf("read credential: %w", err)
 	}
 	var c savedCredential
@@ -42,7 +48,7 @@ func loadCredential(dir string) (*savedCredential, error) {
 }
 
 // saveCredential writes the credential readable by the agent's user only
-// (on Windows, by LocalSystem and Administrators: StateDirSDDL): the
+// (on Windows, by LocalSystem and Administrators: StateFileSDDL): the
 // directory 0700, the file 0600, replaced atomically so a crash leaves
 // either the old or the new credential, never half of one.
 func saveCredential(dir string, c *savedCredential) error {
@@ -56,29 +62,38 @@ func saveCredential(dir string, c *savedCredential) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(dir, credentialFile+".*.tmp") // created 0600
-	if err != nil {
-		return fmt.Errorf("save credential: %w", err)
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp) // no-op after the rename
-	if _, err := f.Write(append(data, '\n')); err != nil {
-		f.Close()
-		return fmt.Errorf("save credential: %w", err)
-	}
-	if err := f.Chmod(0o600); err != nil {
-		f.Close()
-		return fmt.Errorf("save credential: %w", err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("save credential: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("save credential: %w", err)
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, credentialFile)); err != nil {
+	if err := WriteSecretFile(filepath.Join(dir, credentialFile), append(data, '\n')); err != nil {
 		return fmt.Errorf("save credential: %w", err)
 	}
 	return nil
+}
+
+// WriteSecretFile replaces the file path, in the state directory, with
+// data, atomically (a temporary file beside it, renamed), readable by the
+// agent's user only (0600) on Unix, by LocalSystem and Administrators only
+// on Windows (StateFileSDDL, given at its creation: the file does not
+// rely on the directory's entries).
+func WriteSecretFile(path string, data []byte) error {
+	f, err := createSecretTemp(filepath.Dir(path), filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp) // no-op after the rename
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
 }

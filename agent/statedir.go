@@ -1,6 +1,9 @@
 package agent
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+)
 
 // The security of the state directory on Windows, built here without a build
 // tag so that it is tested on every system; statedir_windows.go applies it.
@@ -38,6 +41,49 @@ var StateDirSDDL = buildSDDL("BA", []sddlACE{
 	{Type: "A", Flags: "OICI", Rights: "FA", Account: "BA"},
 })
 
+// StateFileSDDL is the security descriptor the agent's secret files (the
+// host credential, the registration token) are made with on Windows:
+// StateDirSDDL's owner and entries, given to the file itself at its
+// creation (winacl.CreateFileSDDL), protected, so that a file does not
+// rely on what it inherits from a directory an administrator may have
+// changed, and what CheckSecretFile accepts.
+var StateFileSDDL = buildSDDL("BA", []sddlACE{
+	{Type: "A", Rights: "FA", Account: "SY"},
+	{Type: "A", Rights: "FA", Account: "BA"},
+})
+
 // SecureStateDir creates dir as the agent keeps its state directory: 0700 on
 // Unix, StateDirSDDL on Windows (`vdibroker agent install` makes it so).
 func SecureStateDir(dir string) error { return secureDir(dir) }
+
+// stateAccess is what the process's token says of the accounts
+// StateFileSDDL lets read the agent's files on Windows.
+type stateAccess struct {
+	system bool // the account is LocalSystem: the service
+	admins bool // Administrators is enabled: an elevated console
+	// filtered: Administrators is in the token for deny only, as User
+	// Account Control starts a console of an administrator that was not
+	// opened with "Run as administrator".
+	filtered bool
+}
+
+// stateAccessError is why an agent whose token is a cannot keep its
+// credential in the state directory dir on Windows, nil when it can. The
+// directory (secureDir) and the files in it (StateFileSDDL) are SYSTEM's
+// and Administrators' alone, whoever runs the agent: one started in a
+// console that is not elevated could neither secure the directory nor
+// read the credential it saved, and would register again at every start,
+// each time using the registration token once more. It is refused at
+// start, with the two ways that work (R-SEC).
+func stateAccessError(dir string, a stateAccess) error {
+	if dir == "" || a.system || a.admins {
+		return nil
+	}
+	why := "this account is not an administrator"
+	if a.filtered {
+		why = "this console is not elevated (User Account Control runs it without Administrators)"
+	}
+	return fmt.Errorf("--state-dir %s: the agent keeps the host credential there, which only SYSTEM and Administrators may read, and %s: "+
+		"run the agent as an administrator from a console opened with \"Run as administrator\", or install it as a service (vdibroker agent install), which runs it as LocalSystem",
+		dir, why)
+}

@@ -42,3 +42,46 @@ func TestStateDirSDDL(t *testing.T) {
 		t.Errorf("buildSDDL with no ACE = %q: an empty protected DACL denies everyone", got)
 	}
 }
+
+// TestStateFileSDDL: the agent's secret files are made Administrators'
+// with a protected DACL of LocalSystem and Administrators, what
+// StateDirSDDL gives its files, without relying on it (R-SEC).
+func TestStateFileSDDL(t *testing.T) {
+	if want := "O:BAD:P(A;;FA;;;SY)(A;;FA;;;BA)"; StateFileSDDL != want {
+		t.Errorf("StateFileSDDL = %q, want %q", StateFileSDDL, want)
+	}
+}
+
+// TestStateAccessError: on Windows the agent keeps its credential where
+// only SYSTEM and Administrators may read it, so it runs as LocalSystem
+// (the service) or with Administrators enabled (an elevated console); a
+// console User Account Control filtered, or an account that is no
+// administrator, is refused at start with the two ways that work, rather
+// than registering again at every start (R-SEC).
+func TestStateAccessError(t *testing.T) {
+	const dir = `C:\ProgramData\vdibroker`
+	for _, c := range []struct {
+		name   string
+		dir    string
+		access stateAccess
+		want   string // in the error; "" for none
+	}{
+		{name: "the service, LocalSystem", dir: dir, access: stateAccess{system: true, admins: true}},
+		{name: "an elevated console", dir: dir, access: stateAccess{admins: true}},
+		{name: "a console UAC filtered", dir: dir, access: stateAccess{filtered: true},
+			want: `this console is not elevated (User Account Control runs it without Administrators): run the agent as an administrator from a console opened with "Run as administrator", or install it as a service (vdibroker agent install)`},
+		{name: "no administrator", dir: dir, access: stateAccess{},
+			want: `this account is not an administrator: run the agent as an administrator`},
+		{name: "no state dir: nothing kept", dir: "", access: stateAccess{filtered: true}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err := stateAccessError(c.dir, c.access)
+			switch {
+			case c.want == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), "--state-dir "+dir+": ")):
+				t.Errorf("error %v, want it to begin with the flag and dir and say %q", err, c.want)
+			}
+		})
+	}
+}

@@ -60,3 +60,40 @@ func secureDir(dir string) error {
 	}
 	return nil
 }
+
+// CheckStateDirAccess is stateAccessError of the process's token: whether
+// this agent may keep its credential in dir, and if not, what to do.
+func CheckStateDirAccess(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	a, err := currentStateAccess()
+	if err != nil {
+		return fmt.Errorf("--state-dir %s: the process's token: %w", dir, err)
+	}
+	return stateAccessError(dir, a)
+}
+
+// currentStateAccess reads the process's token: its account, and whether
+// Administrators is in its groups enabled or for deny only.
+func currentStateAccess() (stateAccess, error) {
+	var a stateAccess
+	t := windows.GetCurrentProcessToken()
+	u, err := t.GetTokenUser()
+	if err != nil {
+		return a, err
+	}
+	a.system = u.User.Sid.String() == "S-1-5-18"
+	groups, err := t.GetTokenGroups()
+	if err != nil {
+		return a, err
+	}
+	for _, g := range groups.AllGroups() {
+		if g.Sid.String() != "S-1-5-32-544" {
+			continue
+		}
+		a.admins = g.Attributes&windows.SE_GROUP_ENABLED != 0 && g.Attributes&windows.SE_GROUP_USE_FOR_DENY_ONLY == 0
+		a.filtered = g.Attributes&windows.SE_GROUP_USE_FOR_DENY_ONLY != 0
+	}
+	return a, nil
+}

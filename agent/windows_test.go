@@ -15,6 +15,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/vdibroker/vdibroker/internal/winacl"
 	"golang.org/x/sys/windows"
 	"golang.org/x/sys/windows/registry"
 )
@@ -153,6 +154,79 @@ func TestWindowsStateDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkSD(t, dir, got)
+}
+
+// TestWindowsSecretFile: the host credential and the registration token
+// file are written with StateFileSDDL from their first byte, which
+// CheckSecretFile accepts, across a replacement; a file Everyone may read
+// is refused, naming Everyone and the icacls command (R-SEC). Under Wine 8
+// the DACLs are those it makes from the Unix modes: CreateFileSDDL's
+// 0750, Everyone's reading o+r.
+func TestWindowsSecretFile(t *testing.T) {
+	dir := filepath.Join(tempDir(t), "state")
+	if err := secureDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "registration-token")
+	for _, token := range []string{"vdbr_first\n", "vdbr_second\n"} {
+		if err := WriteSecretFile(path, []byte(token)); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := os.ReadFile(path); err != nil || string(got) != token {
+			t.Errorf("read %q, %v; want %q", got, err, token)
+		}
+		if err := CheckSecretFile(path); err != nil {
+			t.Errorf("the file WriteSecretFile made: %v", err)
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("the state dir holds %v, want the token file alone (no temporary file left)", entries)
+	}
+	if err := saveCredential(dir, &savedCredential{Server: "https://b", HostName: "h", Credential: "vdbh_x"}); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := loadCredential(dir); err != nil || c == nil || c.Credential != "vdbh_x" {
+		t.Errorf("loadCredential = %+v, %v; want the saved one", c, err)
+	}
+	// Everyone may read it: refused, the credential too.
+	open := filepath.Join(dir, credentialFile)
+	os.Remove(open)
+	f, err := winacl.CreateFileSDDL(open, "D:P(A;;FA;;;SY)(A;;FA;;;BA)(A;;FR;;;WD)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(`{"server": "https://b", "hostName": "h", "credential": "vdbh_x"}`)
+	f.Close()
+	err = CheckSecretFile(open)
+	if err == nil || !strings.Contains(err.Error(), "lets Everyone (S-1-1-0) read it") || !strings.Contains(err.Error(), `run icacls "`+open+`"`) {
+		t.Errorf("a credential Everyone may read: %v, want it refused naming Everyone and icacls", err)
+	}
+	if c, err := loadCredential(dir); c != nil || err == nil {
+		t.Errorf("loadCredential of a credential Everyone may read = %+v, %v; want it unusable", c, err)
+	}
+}
+
+// TestWindowsStateAccess: the token is read as stateAccessError wants it.
+// Wine runs its programs as an administrator with Administrators enabled,
+// as an elevated console has them, so the agent may keep its credential;
+// the filtered token of a console User Account Control starts, which Wine
+// does not make, is TestStateAccessError's (R-SEC).
+func TestWindowsStateAccess(t *testing.T) {
+	a, err := currentStateAccess()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("token: %+v", a)
+	if a.filtered && a.admins {
+		t.Errorf("Administrators both enabled and for deny only: %+v", a)
+	}
+	const dir = `C:\ProgramData\vdibroker`
+	if got, want := CheckStateDirAccess(dir), stateAccessError(dir, a); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("CheckStateDirAccess = %v, want %v", got, want)
+	}
+	if isWine() && (!a.admins || CheckStateDirAccess(dir) != nil) {
+		t.Errorf("under Wine, an administrator's token: %+v, %v; want Administrators enabled and the state dir usable", a, CheckStateDirAccess(dir))
+	}
 }
 
 // fileAllAccess is FILE_ALL_ACCESS (winnt.h), SDDL's FA.

@@ -222,7 +222,7 @@ func RestoreSQLite(ctx context.Context, dataDir, input string, now time.Time) (*
 	if err != nil {
 		return nil, nil, fmt.Errorf("restore: %w", err)
 	}
-	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+	if err := mkdirDataDir(dataDir); err != nil {
 		return nil, nil, fmt.Errorf("restore: %w", err)
 	}
 	dst := filepath.Join(dataDir, SQLiteFile)

@@ -13,7 +13,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -203,25 +202,19 @@ func (s *DB) openSQLite(ctx context.Context, dataDir string) error {
 	if dataDir == "" {
 		dataDir = "."
 	}
-	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+	if err := mkdirDataDir(dataDir); err != nil {
 		return fmt.Errorf("open sqlite: %w", err)
 	}
 	path := filepath.Join(dataDir, "vdibroker.db")
 	s.dir = dataDir
 	// The store holds the hashes of tokens and host credentials and the RD
 	// gateway's signing seeds: its owner's alone, as backup's copy is, even
-	// in a data dir others may enter. SQLite would create it 0644 (less
-	// the umask), and makes the -wal and -shm with the database's mode.
-	if f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600); err == nil {
-		f.Close()
+	// in a data dir others may enter (datadir_other.go, datadir_windows.go).
+	_, statErr := os.Stat(path)
+	if err := checkStoreAccess(dataDir, path, statErr == nil, s.log); err != nil {
+		return fmt.Errorf("open sqlite: %w", err)
 	}
-	// A store an earlier release made (0644 less the umask) keeps its
-	// mode: it may be so on purpose (a backup agent's group), so it is
-	// not changed, but the administrator is told at every start.
-	if fi, err := os.Stat(path); err == nil && runtime.GOOS != "windows" && fi.Mode().Perm()&0o077 != 0 {
-		s.log.Warn("the store can be read by other users than its owner: it holds the hashes of tokens and host credentials and the RD gateway's signing seeds; make it its owner's alone (chmod 600 vdibroker.db vdibroker.db-wal vdibroker.db-shm)",
-			"path", path, "mode", fmt.Sprintf("%04o", fi.Mode().Perm()))
-	}
+	createStoreFile(path)
 	syncMode := cmp.Or(s.opts.Synchronous, "FULL")
 	if syncMode != "FULL" && syncMode != "NORMAL" {
 		return vdibroker.FieldError("synchronous", "want FULL or NORMAL, got %q", syncMode)

@@ -94,6 +94,11 @@ func (o *agentFlags) config() (agent.Config, slog.Level, error) {
 	if o.tokenFile != "" && cfg.RegistrationToken != "" {
 		return cfg, level, usageError{errors.New("--registration-token and --registration-token-file: give one")}
 	}
+	// On Windows the state directory and the token file in it are
+	// SYSTEM's and Administrators' alone: said before the file is read.
+	if err := agent.CheckStateDirAccess(o.stateDir); err != nil {
+		return cfg, level, err
+	}
 	if cfg.RegistrationToken == "" && o.tokenFile != "" {
 		t, err := readTokenFile(o.tokenFile)
 		if err != nil {
@@ -201,13 +206,18 @@ func (o *agentFlags) reloadLevel(log *slog.Logger) {
 }
 
 // readTokenFile reads a registration token file; a file that is gone means
-// no token (the host may have its credential already).
+// no token (the host may have its credential already). On Windows a file
+// others may read is refused, as serve refuses such an admin.token
+// (agent.CheckSecretFile, R-SEC).
 func readTokenFile(path string) (string, error) {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
 	}
 	if err != nil {
+		return "", fmt.Errorf("--registration-token-file: %w", err)
+	}
+	if err := agent.CheckSecretFile(path); err != nil {
 		return "", fmt.Errorf("--registration-token-file: %w", err)
 	}
 	return strings.TrimSpace(string(data)), nil

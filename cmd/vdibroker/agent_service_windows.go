@@ -103,22 +103,11 @@ func installAgentService(o *agentFlags, f *pflag.FlagSet, out io.Writer) (err er
 	return nil
 }
 
-// writeTokenFile writes the token into the state directory, where it
-// inherits the directory's DACL; replaced atomically.
+// writeTokenFile writes the token into the state directory, replaced
+// atomically, with agent.StateFileSDDL from its first byte (LocalSystem
+// and Administrators only), not relying on the directory's entries.
 func writeTokenFile(path, token string) error {
-	f, err := os.CreateTemp(filepath.Dir(path), agentTokenFile+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("registration token file: %w", err)
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.WriteString(token + "\n"); err != nil {
-		f.Close()
-		return fmt.Errorf("registration token file: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("registration token file: %w", err)
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
+	if err := agent.WriteSecretFile(path, []byte(token+"\n")); err != nil {
 		return fmt.Errorf("registration token file: %w", err)
 	}
 	return nil

@@ -30,7 +30,9 @@ import (
 // answers them: agent/windows_test.go), and the whole agent: registration,
 // heartbeats with gopsutil's CPU and memory and the custom load value read
 // from Wine's registry as a Horizon script writes it, the file sessions
-// provider with Windows paths, Ctrl+C's last heartbeat, and the service:
+// provider with Windows paths, Ctrl+C's last heartbeat, a start again on
+// the credential saved, made with the agent's DACL from its first byte
+// (which Wine keeps as a mode that gives others nothing), and the service:
 // install, start by Wine's service control manager as LocalSystem, its
 // messages reaching ReportEventW, stop by the SCM with the last heartbeat,
 // uninstall.
@@ -204,7 +206,7 @@ func wineAgentTests(t *testing.T, w *wineEnv, dir string) {
 	goBuildWindows(t, exe, "test", "../../agent")
 	mustPass := []string{"TestWindowsRegistryLive", "TestWindowsStateDir", "TestWindowsWTSLive", "TestWindowsMetricsLive",
 		"TestWTSProviderRecorded", "TestWTSProviderChanges", "TestWTSProviderCommands", "TestWTSProviderInAgent",
-		"TestDecodeWTSInfo", "TestParseRegistryLoad", "TestCustomLoadFromRegistry", "TestDiskFiguresFromPDH", "TestStateDirSDDL", "TestWindowsFileTrust", "TestCheckWindowsSecurity"}
+		"TestDecodeWTSInfo", "TestParseRegistryLoad", "TestCustomLoadFromRegistry", "TestDiskFiguresFromPDH", "TestStateDirSDDL", "TestWindowsFileTrust", "TestCheckWindowsSecurity", "TestWindowsSecretFile", "TestWindowsStateAccess"}
 	pattern := "^(TestWindows|TestWTS|TestDecodeWTS|TestParseRegistry|TestCustomLoadFromRegistry|TestNewCustomLoadRegistry|" +
 		"TestDiskFiguresFromPDH|TestCPUSampleFromTimes|TestStateDirSDDL|TestCheckWindowsSecurity|TestWindowsUserName|TestSameUser|TestParseWindowsUserFormat|TestParseCustomLoad)"
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
@@ -245,22 +247,10 @@ func wineSmoke(t *testing.T, w *wineEnv, b *e2eBroker, exe, dir string) {
 	if err := os.WriteFile(sessions, []byte(`[{"id": "wts-2-1", "user": "CONTOSO\\alice", "state": "Active"}]`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	a := &wineAgent{log: &syncbuf.Buffer{}, done: make(chan error, 1)}
-	a.cmd = w.command(context.Background(), "wine", exe, "agent", "--server", b.base, "--registration-token", b.token,
-		"--host-name", host, "--address", "127.0.0.1:3389", "--state-dir", winPath(filepath.Join(dir, "state")),
-		"--heartbeat-interval", "1s", "--sessions-provider", "file:"+winPath(sessions), "--custom-load-registry", agentHorizonPath)
-	a.cmd.Stdout, a.cmd.Stderr = a.log, a.log
-	if err := a.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { a.done <- a.cmd.Wait() }()
-	t.Cleanup(func() {
-		a.cmd.Process.Kill()
-		<-a.done
-		if t.Failed() {
-			t.Logf("Windows agent output:\n%s", a.log.String())
-		}
-	})
+	state := filepath.Join(dir, "state")
+	args := []string{"--host-name", host, "--address", "127.0.0.1:3389", "--state-dir", winPath(state),
+		"--heartbeat-interval", "1s", "--sessions-provider", "file:" + winPath(sessions), "--custom-load-registry", agentHorizonPath}
+	a := wineStartAgent(t, w, exe, append([]string{"--server", b.base, "--registration-token", b.token}, args...)...)
 
 	api := e2eAPI{tb: t, base: b.base, token: b.api.token}
 	var h vdibroker.SessionHost
@@ -319,6 +309,43 @@ func wineSmoke(t *testing.T, w *wineEnv, b *e2eBroker, exe, dir string) {
 	if h := api.host(e2ePool, host); h.Status != vdibroker.StatusShutdown {
 		t.Errorf("host %s after Ctrl+C, want Shutdown", h.Status)
 	}
+
+	// The host credential was made with the agent's DACL from its first
+	// byte (Wine keeps it as the Unix mode 0750: nothing for others), and
+	// a start without the registration token uses it: on Windows one
+	// others may read is not used (agent.CheckSecretFile, R-SEC).
+	if fi, err := os.Stat(filepath.Join(state, "credential.json")); err != nil || fi.Mode().Perm()&0o007 != 0 {
+		t.Errorf("credential.json: %v, %v; want nothing for others (Wine's mode of a DACL of SYSTEM and Administrators)", fi.Mode(), err)
+	}
+	again := wineStartAgent(t, w, exe, append([]string{"--server", b.base}, args...)...)
+	e2eEventually(t, "the host Available again on its saved credential", 60*time.Second, func() bool {
+		h, ok := api.tryHost(e2ePool, host)
+		return ok && h.Status == vdibroker.StatusAvailable && strings.Contains(again.log.String(), "using saved credential")
+	})
+	if strings.Contains(again.log.String(), "saved credential unusable") {
+		t.Errorf("the saved credential was refused:\n%s", again.log.String())
+	}
+}
+
+// wineStartAgent starts `vdibroker.exe agent args...` under Wine; it is
+// killed at the end of the test.
+func wineStartAgent(t *testing.T, w *wineEnv, exe string, args ...string) *wineAgent {
+	t.Helper()
+	a := &wineAgent{log: &syncbuf.Buffer{}, done: make(chan error, 1)}
+	a.cmd = w.command(context.Background(), "wine", append([]string{exe, "agent"}, args...)...)
+	a.cmd.Stdout, a.cmd.Stderr = a.log, a.log
+	if err := a.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { a.done <- a.cmd.Wait() }()
+	t.Cleanup(func() {
+		a.cmd.Process.Kill()
+		<-a.done
+		if t.Failed() {
+			t.Logf("Windows agent output:\n%s", a.log.String())
+		}
+	})
+	return a
 }
 
 // agentHorizonPath is Horizon's CustomLoadValue path, given as it is.
@@ -370,6 +397,13 @@ func wineService(t *testing.T, w *wineEnv, b *e2eBroker, exe string) {
 	state := filepath.Join(w.prefix, "drive_c", "ProgramData", "vdibroker")
 	if tok, err := os.ReadFile(filepath.Join(state, "registration-token")); err != nil || strings.TrimSpace(string(tok)) != b.token {
 		t.Errorf("token file %q, %v", tok, err)
+	}
+	// Both made with the agent's DACL from their first byte, which Wine
+	// keeps as the Unix mode (0750), and the service read them (R-SEC).
+	for _, name := range []string{"registration-token", "credential.json"} {
+		if fi, err := os.Stat(filepath.Join(state, name)); err != nil || fi.Mode().Perm()&0o007 != 0 {
+			t.Errorf("%s: %v, %v; want nothing for others", name, fi.Mode(), err)
+		}
 	}
 	var cred struct{ HostName string }
 	if data, err := os.ReadFile(filepath.Join(state, "credential.json")); err != nil || json.Unmarshal(data, &cred) != nil || cred.HostName != host {

@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -73,7 +72,7 @@ backup holds (one signed out since the backup would otherwise be valid
 again, its cookie with it), so everyone signs in again.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := os.MkdirAll(dataDir, 0o700); err != nil {
+			if err := store.MkdirDataDir(dataDir); err != nil {
 				return err
 			}
 			unlock, err := lockDataDir(dataDir)

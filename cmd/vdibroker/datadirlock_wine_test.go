@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -29,7 +30,11 @@ import (
 // first makes admin.token with a DACL of its account, SYSTEM and
 // Administrators (Wine 8 keeps a DACL given at creation, as the Unix mode
 // 0750), which the starts after a kill and after Ctrl+C accept, and its
-// token is the admin's (R-SEC).
+// token is the admin's (R-SEC). The data dir serve makes, and the store in
+// it, get such DACLs too (winacl's Windows tests, compiled for Windows:
+// TestWindowsPrivate), which every later start accepts without a word; an
+// existing data dir that lets Everyone read the files made in it is
+// refused for a new store and warned about for an existing one.
 func TestDataDirLockWine(t *testing.T) {
 	if os.Getenv("VDIBROKER_TEST_WINE") != "1" {
 		t.Skip("the data dir lock of the Windows build under Wine: set VDIBROKER_TEST_WINE=1 (needs wine64 and gcc-mingw-w64-x86-64)")
@@ -56,13 +61,36 @@ func TestDataDirLockWine(t *testing.T) {
 			}
 		}
 	})
+	t.Run("winacl", func(t *testing.T) {
+		exe := filepath.Join(dir, "winacl.test.exe")
+		goBuildWindows(t, exe, "test", "../../internal/winacl")
+		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+		defer cancel()
+		cmd := w.command(ctx, "wine", exe, "-test.v", "-test.count=1", "-test.run", "^TestWindowsPrivate$")
+		cmd.Env = append(cmd.Env, "VDIBROKER_TEST_WINACL_DIR="+winPath(t.TempDir()))
+		out, err := cmd.CombinedOutput()
+		if err != nil || !regexp.MustCompile(`(?m)^--- PASS: TestWindowsPrivate `).Match(out) {
+			t.Fatalf("TestWindowsPrivate under Wine: %v\n%s", err, out)
+		}
+	})
+	exe := filepath.Join(dir, "vdibroker.exe")
+	goBuildWindows(t, exe, "build", ".")
 	t.Run("serve", func(t *testing.T) {
-		exe := filepath.Join(dir, "vdibroker.exe")
-		goBuildWindows(t, exe, "build", ".")
-		data := t.TempDir()
+		// A data dir that does not exist: serve makes it (R-SEC).
+		data := filepath.Join(t.TempDir(), "data")
 		first := wineServe(t, w, exe, data)
 		if !first.listening() {
 			t.Fatalf("serve under Wine did not start:\n%s", first.out.String())
+		}
+		// The data dir with a DACL of the account, SYSTEM and
+		// Administrators that its files inherit, the store with
+		// PrivateSDDL: Wine keeps them as the mode 0750, where
+		// os.MkdirAll and SQLite's own file had 0755 and 0644.
+		for _, name := range []string{"", "vdibroker.db", "admin.token"} {
+			fi, err := os.Stat(filepath.Join(data, name))
+			if err != nil || fi.Mode().Perm()&0o007 != 0 {
+				t.Errorf("%s: %v, %v; want nothing for others", filepath.Join(data, name), fi.Mode(), err)
+			}
 		}
 		// Without VDIBROKER_ADMIN_TOKEN: the first start makes admin.token,
 		// with the DACL every later start accepts (R-SEC).
@@ -106,7 +134,82 @@ func TestDataDirLockWine(t *testing.T) {
 		if again, _ := os.ReadFile(tokenFile); string(again) != string(token) {
 			t.Errorf("admin.token changed across starts: %q, then %q", token, again)
 		}
-		fourth.kill()
+		// Every start took the data dir and the store as private.
+		for i, s := range []*wineServer{first, third, fourth} {
+			if out := s.out.String(); strings.Contains(out, "level=WARN") {
+				t.Errorf("start %d warned:\n%s", i+1, out)
+			}
+		}
+		fourth.stop(t)
+
+		// The store an earlier release made in a data dir that lets
+		// Everyone read its files (0755 and 0644 under Wine): it keeps
+		// running, and each start says so and how to fix it.
+		if err := os.Chmod(data, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(filepath.Join(data, "vdibroker.db"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		older := wineServe(t, w, exe, data)
+		if !older.listening() {
+			t.Fatalf("serve on an existing store in an open data dir did not start:\n%s", older.out.String())
+		}
+		for _, want := range []string{
+			`the data dir lets other accounts read the store's files`,
+			winPath(data) + ` lets Everyone (S-1-1-0) read or replace the files made in it (FILE_READ_DATA, FILE_EXECUTE): run icacls "` + winPath(data) + `" /inheritance:r /remove:g *S-1-1-0 /grant:r "*`,
+			`the store can be read by other accounts than this one, SYSTEM and Administrators`,
+			winPath(filepath.Join(data, "vdibroker.db")) + ` lets Everyone (S-1-1-0) read it`,
+		} {
+			// As the log's text handler quotes it.
+			if quoted := strings.Trim(strconv.Quote(want), `"`); !strings.Contains(older.out.String(), quoted) {
+				t.Errorf("serve on an open store did not say %q:\n%s", want, older.out.String())
+			}
+		}
+		older.kill()
+	})
+	t.Run("empty open data dir", func(t *testing.T) {
+		// An empty data dir that lets Everyone read the files made in it
+		// (0755 under Wine: Everyone RX, inherited), as one an
+		// administrator makes in Explorer: serve makes it private for its
+		// new store, as on Unix it takes a 0755 one (R-SEC).
+		data := t.TempDir()
+		s := wineServe(t, w, exe, data)
+		if !s.listening() {
+			t.Fatalf("serve did not start on an empty open data dir:\n%s", s.out.String())
+		}
+		s.kill()
+		if fi, err := os.Stat(data); err != nil || fi.Mode().Perm()&0o007 != 0 {
+			t.Errorf("the data dir after serve: %v, %v; want nothing for others", fi.Mode(), err)
+		}
+		want := `msg="made the empty data dir readable by this account, SYSTEM and Administrators only, for a new store`
+		if out := s.out.String(); !strings.Contains(out, want) || !strings.Contains(out, "lets Everyone (S-1-1-0) read or replace the files made in it") {
+			t.Errorf("serve did not say it made the data dir private (%q):\n%s", want, out)
+		}
+	})
+	t.Run("open data dir", func(t *testing.T) {
+		// An existing data dir that lets Everyone read the files made in
+		// it, holding a file of someone's: its DACL is not serve's to
+		// change, and no new store is made in it.
+		data := t.TempDir()
+		if err := os.WriteFile(filepath.Join(data, "notes.txt"), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		s := wineServe(t, w, exe, data)
+		if s.listening() {
+			t.Fatalf("serve made a new store in a data dir Everyone may read:\n%s", s.out.String())
+		}
+		want := "data dir " + winPath(data) + " lets Everyone (S-1-1-0) read or replace the files made in it (FILE_READ_DATA, FILE_EXECUTE): run icacls"
+		if code := s.cmd.ProcessState.ExitCode(); code != 1 || !strings.Contains(s.out.String(), want) ||
+			!strings.Contains(s.out.String(), "or give --data-dir a directory that does not exist yet or is empty") {
+			t.Errorf("serve on an open data dir: exit %d, want 1 and %q:\n%s", code, want, s.out.String())
+		}
+		if _, err := os.Stat(filepath.Join(data, "vdibroker.db")); err == nil {
+			t.Error("the store was made in the open data dir")
+		}
+		if fi, err := os.Stat(data); err != nil || fi.Mode().Perm() != 0o755 {
+			t.Errorf("the data dir after serve: %v, %v; want it as it was (0755)", fi.Mode(), err)
+		}
 	})
 }
 

@@ -147,7 +147,9 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	if m.metrics, err = newTokenFile("--metrics-token-file", m.MetricsTokenFile, m.MetricsToken, tokenChecked, minMetricsToken); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(m.DataDir, 0o700); err != nil {
+	// Mode 0700 on Unix; on Windows a DACL of this account, SYSTEM and
+	// Administrators that the store's files inherit (R-SEC).
+	if err := store.MkdirDataDir(m.DataDir); err != nil {
 		return fmt.Errorf("create data dir: %w", err)
 	}
 	// What Open has started, undone in reverse order when a later step
