@@ -36,7 +36,10 @@ func loadCredential(dir string) (*savedCredential, error) {
 		return nil, fmt.Errorf("read credential: %w", err)
 	}
 	// On Windows a credential others may read is not used: the agent
-	// registers again, and the new one is written private (R-SEC).
+	// registers again with its token alone, refused for a registered
+	// host's name (an admin resets its registration first, or the file
+	// is fixed with the icacls command the error names); the new
+	// credential is written private (R-SEC).
 	if err := CheckSecretFile(path); err != nil {
 		return nil, fmt.Errorf("read credential: %w", err)
 	}
