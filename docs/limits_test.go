@@ -50,6 +50,12 @@ func TestDocsStateTheBounds(t *testing.T) {
 		// (R-SEC, R-OUT1).
 		{"held heartbeats' bound", "behaviour.md",
 			fmt.Sprintf("heartbeats take at most %d MiB a replica", outage.MaxHeldBytes>>20)},
+		{"held heartbeats' bound (README)", "../README.md",
+			fmt.Sprintf("(%d MiB of them at most a replica;", outage.MaxHeldBytes>>20)},
+		{"held heartbeats' bound (ARCHITECTURE)", "../ARCHITECTURE.md",
+			fmt.Sprintf("the heartbeats %d MiB at most (`maxHeldBytes`", outage.MaxHeldBytes>>20)},
+		{"outage reports' bound (ARCHITECTURE)", "../ARCHITECTURE.md",
+			fmt.Sprintf("registers its name; %d MiB at most (`maxReportBytes`", outage.MaxReportBytes>>20)},
 		{"re-keys per host", "behaviour.md",
 			fmt.Sprintf("current credential): %d at once, then %d a minute", vdihttp.ReKeysPerHost, vdihttp.ReKeysPerHost)},
 		{"gateway token TTL", "gateway.md",
