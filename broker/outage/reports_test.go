@@ -119,25 +119,10 @@ func TestReportBytesMeasured(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	for _, size := range []int{8, 64, 512} {
 		t.Run(fmt.Sprint(size), func(t *testing.T) {
-			const hosts = 20
-			var r reports
-			var a, b runtime.MemStats
-			runtime.GC()
-			runtime.ReadMemStats(&a)
-			for h := range hosts {
-				k := hostKey{"p", fmt.Sprint("h", h)}
+			checkReportsCountTheirHeap(t, func(r *reports, k hostKey, h int) {
 				r.set(k, sessionsOf(fmt.Sprint(h, "a"), 2000, size), t0)
 				r.set(k, sessionsOf(fmt.Sprint(h, "b"), 2000, size), t0.Add(time.Second))
-			}
-			runtime.GC()
-			runtime.ReadMemStats(&b)
-			_, counted := r.size()
-			held := int64(b.HeapAlloc) - int64(a.HeapAlloc)
-			t.Logf("%d hosts of 4,000 users of %d bytes: %d bytes held, %d counted", hosts, size, held, counted)
-			if held > int64(counted) {
-				t.Errorf("the reports hold %d bytes, reportBytes counts %d", held, counted)
-			}
-			runtime.KeepAlive(&r)
+			})
 		})
 	}
 }
@@ -196,26 +181,32 @@ func TestReportBytesMeasuredAfterShrink(t *testing.T) {
 			r.set(k, c, t0.Add(goneFor+3*time.Second)) // b's gone a day: none left
 		}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			const hosts = 20
-			var r reports
-			var a, b runtime.MemStats
-			runtime.GC()
-			runtime.ReadMemStats(&a)
-			for h := range hosts {
-				tc.feed(&r, hostKey{"p", fmt.Sprint("h", h)}, h)
-			}
-			runtime.GC()
-			runtime.ReadMemStats(&b)
-			_, counted := r.size()
-			held := int64(b.HeapAlloc) - int64(a.HeapAlloc)
-			t.Logf("%d hosts: %d bytes held, %d counted", hosts, held, counted)
-			if held > int64(counted) {
-				t.Errorf("the reports hold %d bytes, reportBytes counts %d", held, counted)
-			}
-			runtime.KeepAlive(&r)
-		})
+		t.Run(tc.name, func(t *testing.T) { checkReportsCountTheirHeap(t, tc.feed) })
 	}
+}
+
+// checkReportsCountTheirHeap feeds 20 hosts' reports to new reports
+// (feed, for host h under key k) and fails t when they hold more of the
+// heap, measured after a collection, than reportBytes counts.
+func checkReportsCountTheirHeap(t *testing.T, feed func(r *reports, k hostKey, h int)) {
+	t.Helper()
+	const hosts = 20
+	var r reports
+	var a, b runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&a)
+	for h := range hosts {
+		feed(&r, hostKey{"p", fmt.Sprint("h", h)}, h)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&b)
+	_, counted := r.size()
+	held := int64(b.HeapAlloc) - int64(a.HeapAlloc)
+	t.Logf("%d hosts: %d bytes held, %d counted", hosts, held, counted)
+	if held > int64(counted) {
+		t.Errorf("the reports hold %d bytes, reportBytes counts %d", held, counted)
+	}
+	runtime.KeepAlive(&r)
 }
 
 // TestReportsCountedUnderConcurrency (R-SEC): the bytes counted against
