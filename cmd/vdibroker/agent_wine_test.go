@@ -197,6 +197,23 @@ func goBuildWindows(t *testing.T, out, verb, pkg string) {
 	}
 }
 
+// runWindowsTest compiles pkg's tests for Windows into exe and runs test
+// (one test function, by its whole name) under Wine with env added,
+// failing t unless it passed; it returns the test's output.
+func (w *wineEnv) runWindowsTest(t *testing.T, exe, pkg, test string, env ...string) []byte {
+	t.Helper()
+	goBuildWindows(t, exe, "test", pkg)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cmd := w.command(ctx, "wine", exe, "-test.v", "-test.count=1", "-test.run", "^"+test+"$")
+	cmd.Env = append(cmd.Env, env...)
+	out, err := cmd.CombinedOutput()
+	if err != nil || !regexp.MustCompile(`(?m)^--- PASS: `+test+` `).Match(out) {
+		t.Fatalf("%s under Wine: %v\n%s", test, err, out)
+	}
+	return out
+}
+
 // wineAgentTests compiles the agent's tests for Windows and runs, under
 // Wine, the Windows tests and the pure ones that must hold there too. The
 // others need /bin/sh, /proc, or os.RemoveAll (t.TempDir), which Wine 8's

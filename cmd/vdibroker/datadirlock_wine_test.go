@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
@@ -45,16 +44,8 @@ func TestDataDirLockWine(t *testing.T) {
 	w := newWine(t)
 	dir := t.TempDir()
 	t.Run("lockDataDir", func(t *testing.T) {
-		exe := filepath.Join(dir, "vdibroker.test.exe")
-		goBuildWindows(t, exe, "test", ".")
-		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-		defer cancel()
-		cmd := w.command(ctx, "wine", exe, "-test.v", "-test.count=1", "-test.run", "^TestDataDirLockWindows$")
-		cmd.Env = append(cmd.Env, "VDIBROKER_TEST_LOCK_DIR="+winPath(t.TempDir()))
-		out, err := cmd.CombinedOutput()
-		if err != nil || !regexp.MustCompile(`(?m)^--- PASS: TestDataDirLockWindows `).Match(out) {
-			t.Fatalf("TestDataDirLockWindows under Wine: %v\n%s", err, out)
-		}
+		out := w.runWindowsTest(t, filepath.Join(dir, "vdibroker.test.exe"), ".", "TestDataDirLockWindows",
+			"VDIBROKER_TEST_LOCK_DIR="+winPath(t.TempDir()))
 		for _, sub := range []string{"exited", "was_killed"} {
 			if !strings.Contains(string(out), "--- PASS: TestDataDirLockWindows/"+sub+" ") {
 				t.Errorf("TestDataDirLockWindows/%s did not pass under Wine:\n%s", sub, out)
@@ -62,16 +53,8 @@ func TestDataDirLockWine(t *testing.T) {
 		}
 	})
 	t.Run("winacl", func(t *testing.T) {
-		exe := filepath.Join(dir, "winacl.test.exe")
-		goBuildWindows(t, exe, "test", "../../internal/winacl")
-		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-		defer cancel()
-		cmd := w.command(ctx, "wine", exe, "-test.v", "-test.count=1", "-test.run", "^TestWindowsPrivate$")
-		cmd.Env = append(cmd.Env, "VDIBROKER_TEST_WINACL_DIR="+winPath(t.TempDir()))
-		out, err := cmd.CombinedOutput()
-		if err != nil || !regexp.MustCompile(`(?m)^--- PASS: TestWindowsPrivate `).Match(out) {
-			t.Fatalf("TestWindowsPrivate under Wine: %v\n%s", err, out)
-		}
+		w.runWindowsTest(t, filepath.Join(dir, "winacl.test.exe"), "../../internal/winacl", "TestWindowsPrivate",
+			"VDIBROKER_TEST_WINACL_DIR="+winPath(t.TempDir()))
 	})
 	exe := filepath.Join(dir, "vdibroker.exe")
 	goBuildWindows(t, exe, "build", ".")
