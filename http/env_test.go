@@ -21,6 +21,7 @@ import (
 	"github.com/vdibroker/vdibroker/broker"
 	vhttp "github.com/vdibroker/vdibroker/http"
 	"github.com/vdibroker/vdibroker/identity"
+	"github.com/vdibroker/vdibroker/intercept"
 	"github.com/vdibroker/vdibroker/internal/testserver"
 	"github.com/vdibroker/vdibroker/power"
 	"github.com/vdibroker/vdibroker/store"
@@ -104,6 +105,10 @@ type envOptions struct {
 	// serves, as serve mounts the console at "/" and Prometheus at "GET
 	// /metrics"; each answers 200 "mounted".
 	mount []string
+	// storeCall, when set, is told of every call that reaches replica
+	// i's store: past the broker's guard, which refuses calls during an
+	// outage (op is the vdibroker.Store method's name).
+	storeCall func(i int, op string)
 }
 
 // newEnv starts a SQLite-backed server.
@@ -160,6 +165,12 @@ func newEnvWith(t testing.TB, o envOptions) *env {
 		}
 		ticks := make(chan struct{}, 1)
 		e.ticks = append(e.ticks, ticks)
+		if o.storeCall != nil {
+			rs = intercept.NewStore(rs, func(ctx context.Context, op string, call func(context.Context) error) error {
+				o.storeCall(i, op)
+				return call(ctx)
+			})
+		}
 		srv := testserver.New(testserver.Config{Store: rs, Now: e.clock.Now, Rand: o.rand, AdminToken: adminToken,
 			MaintenanceInterval: o.maintenance, StoreTimeout: o.storeTimeout, OIDC: o.oidc, PowerDrivers: o.power, Gateway: o.gateway,
 			AfterTick: func() {

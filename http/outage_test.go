@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/vdibroker/vdibroker"
 	vhttp "github.com/vdibroker/vdibroker/http"
+	"github.com/vdibroker/vdibroker/intercept"
 	"github.com/vdibroker/vdibroker/internal/pgtest"
 )
 
@@ -17,9 +19,9 @@ import (
 // SIGSTOP) while sessions are open. During the outage /healthz says so
 // within the store timeout and /healthz?live stays 200; reconnects of
 // existing users are answered from memory on their host (R-C1) through
-// either replica within 1 s each; new users get 503 StoreUnavailable with
-// Retry-After within the store timeout, never a hang or a 500; heartbeats
-// are accepted. When the server is back, with no restart of the brokers,
+// either replica, and new users get 503 StoreUnavailable with
+// Retry-After, never a hang or a 500, none of them reaching the store;
+// heartbeats are accepted. When the server is back, with no restart of the brokers,
 // every session is in the database, the counts are exact, a heartbeat held
 // during the outage has been reconciled (R-S2), and new connects work.
 func TestStoreOutage_PostgreSQL(t *testing.T) {
@@ -33,7 +35,23 @@ func testStoreOutage(t *testing.T, mode string) {
 	pg := pgtest.Start(t)
 	t.Logf("%v: PostgreSQL started", time.Since(start))
 	const storeTimeout = 2 * time.Second
-	e := newEnvWith(t, envOptions{dsn: pg.DSN, replicas: 2, maintenance: 200 * time.Millisecond, storeTimeout: storeTimeout})
+	// The calls that reach each replica's store, past its guard; the
+	// prober's pings, which ask the store during an outage, are not
+	// counted.
+	var (
+		callsMu sync.Mutex
+		calls   []string
+	)
+	storeCall := func(i int, op string) {
+		if op == intercept.OpPing || op == intercept.OpClose {
+			return
+		}
+		callsMu.Lock()
+		calls = append(calls, fmt.Sprintf("replica %d: %s", i, op))
+		callsMu.Unlock()
+	}
+	reached := func() int { callsMu.Lock(); defer callsMu.Unlock(); return len(calls) }
+	e := newEnvWith(t, envOptions{dsn: pg.DSN, replicas: 2, maintenance: 200 * time.Millisecond, storeTimeout: storeTimeout, storeCall: storeCall})
 	ctx := context.Background()
 	e.pool("outage", map[string]any{"maxSessionLimit": 3})
 	hosts := e.addHosts("outage", "oh", 3)
@@ -93,15 +111,18 @@ func testStoreOutage(t *testing.T, mode string) {
 	if status, ve, _ := rawConnect(t, e.urls[0], "outage", "u4"); status != http.StatusServiceUnavailable || ve == nil || ve.Code != vdibroker.EStoreUnavailable {
 		t.Errorf("u4, logged off before the outage: %d %+v, want 503 StoreUnavailable, not its ended session %s", status, ve, gone.SessionID)
 	}
-	// Reconnects, each through the replica that did not place it.
+	// Reconnects, each through the replica that did not place it, are
+	// answered from memory, and a new user is refused, without a call
+	// reaching the store: each would wait for the store (up to the
+	// store timeout when it is paused). Not timed: what reached the
+	// store is counted.
+	before := reached()
 	for i := range 6 {
 		user := fmt.Sprintf("u%d", i)
 		if user == "u4" {
 			continue
 		}
-		t0 := time.Now()
 		r, err := e.client((i+1)%2, adminToken).Connect(ctx, "outage", vhttp.ConnectRequest{User: user})
-		took := time.Since(t0)
 		if err != nil {
 			t.Errorf("reconnect %s during the outage: %v", user, err)
 			continue
@@ -110,20 +131,16 @@ func testStoreOutage(t *testing.T, mode string) {
 		if !r.Reconnect || r.Created || r.SessionHost != want.SessionHost || r.SessionID != want.SessionID {
 			t.Errorf("reconnect %s: %+v, want session %s on %s, reconnect", user, r.ConnectResponse, want.SessionID, want.SessionHost)
 		}
-		if took > time.Second {
-			t.Errorf("reconnect %s took %v, want under 1 s", user, took)
-		}
 	}
-
-	// A new user: refused cleanly within the store timeout.
-	t0 := time.Now()
 	status, ve, retry := rawConnect(t, e.urls[0], "outage", "newcomer")
-	if took := time.Since(t0); took > storeTimeout+time.Second {
-		t.Errorf("new connect during the outage took %v, want under the store timeout %v", took, storeTimeout)
-	}
 	if status != http.StatusServiceUnavailable || ve == nil || ve.Code != vdibroker.EStoreUnavailable || retry == "" {
 		t.Errorf("new connect during the outage: %d %+v Retry-After %q, want 503 StoreUnavailable with Retry-After", status, ve, retry)
 	}
+	callsMu.Lock()
+	if got := calls[before:]; len(got) > 0 {
+		t.Errorf("the connects during the outage reached the store: %q; want them answered without it", got)
+	}
+	callsMu.Unlock()
 
 	// Heartbeats are accepted; u0's host reports u0 disconnected.
 	for _, h := range hosts {

@@ -8,6 +8,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"database/sql"
 	"encoding/json"
 	"io"
@@ -88,6 +89,8 @@ type e2eAPI struct {
 	tb    testing.TB
 	base  string
 	token string
+	// client makes the calls (nil: http.DefaultClient, no timeout).
+	client *http.Client
 }
 
 func (a e2eAPI) call(method, path string, body any, wantStatus int, out any) {
@@ -103,7 +106,7 @@ func (a e2eAPI) call(method, path string, body any, wantStatus int, out any) {
 	}
 	req.Header.Set("Authorization", "Bearer "+a.token)
 	req.Header.Set("Content-Type", "application/json")
-	res, err := http.DefaultClient.Do(req)
+	res, err := cmp.Or(a.client, http.DefaultClient).Do(req)
 	if err != nil {
 		a.tb.Fatalf("%s %s: %v", method, path, err)
 	}

@@ -175,13 +175,22 @@ func TestCLIGlobalConnectEscapesTerminalControls(t *testing.T) {
 // http://127.0.0.1, the given --pod-timeout), closed when the test ends.
 func startFederatedPod(t *testing.T, podTimeout time.Duration) *Main {
 	t.Helper()
+	return startFederatedPodWrapped(t, podTimeout, nil)
+}
+
+// startFederatedPodWrapped is startFederatedPod with wrap around its
+// pod-to-pod client's transport (FederationFlags.WrapPodTransport; nil:
+// none), which sees every call to a peer.
+func startFederatedPodWrapped(t *testing.T, podTimeout time.Duration, wrap func(http.RoundTripper) http.RoundTripper) *Main {
+	t.Helper()
 	dir := t.TempDir()
 	secretFile := filepath.Join(dir, "federation.secret")
 	if err := os.WriteFile(secretFile, []byte("walk-admin-federation-secret-0123456789"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	m := &Main{Listen: "127.0.0.1:0", DataDir: filepath.Join(dir, "data"),
-		Federation: FederationFlags{PodName: "pod1", SecretFile: secretFile, PodTimeout: podTimeout, Allow: []string{"http://127.0.0.1"}}}
+		Federation: FederationFlags{PodName: "pod1", SecretFile: secretFile, PodTimeout: podTimeout, Allow: []string{"http://127.0.0.1"},
+			WrapPodTransport: wrap}}
 	if err := m.Open(t.Context()); err != nil {
 		t.Fatal(err)
 	}

@@ -77,8 +77,8 @@ type outageConnect struct {
 	Took        time.Duration
 }
 
-// connect posts a connect of user to broker i and measures how long the
-// answer took (a check of behaviour with a generous bound, not a figure).
+// connect posts a connect of user to broker i; the answer's Took is for
+// the outage benchmark, the tests check no figure of speed.
 func (w *outageWorld) connect(i int, user string) outageConnect {
 	w.t.Helper()
 	a, err := w.try(i, user)
@@ -276,9 +276,12 @@ func httpStatus(u string) int {
 
 // duringOutage checks what every broker answers while the store is down:
 // /healthz 503 and ?live 200, reconnects of every known user 200 on their
-// host with reconnect: true within 1 s each, and a new user refused with
-// 503 StoreUnavailable and Retry-After within the store timeout (unless
-// placing, when outage placement is on: see outagePlacement).
+// host with reconnect: true, and a new user refused with 503
+// StoreUnavailable and Retry-After (unless placing, when outage placement
+// is on: see outagePlacement). How fast is not checked (outageClient's
+// 30 s only ends a hung request): that none of these waits for the store
+// is TestStoreOutage_PostgreSQL's (http), which counts the calls that
+// reach it.
 func (w *outageWorld) duringOutage(refuseNew bool) {
 	w.t.Helper()
 	w.waitHealth(http.StatusServiceUnavailable, outageStoreTimeout+5*time.Second)
@@ -296,9 +299,6 @@ func (w *outageWorld) duringOutage(refuseNew bool) {
 			if a.Status != http.StatusOK || !a.Reconnect || a.SessionHost != want.SessionHost || a.SessionID != want.SessionID {
 				w.t.Errorf("reconnect %s through broker %d during the outage: %d %+v, want 200 session %s on %s", user, i, a.Status, a, want.SessionID, want.SessionHost)
 			}
-			if a.Took > time.Second {
-				w.t.Errorf("reconnect %s through broker %d took %v during the outage, want under 1 s", user, i, a.Took)
-			}
 		}
 	}
 	if !refuseNew {
@@ -308,9 +308,6 @@ func (w *outageWorld) duringOutage(refuseNew bool) {
 		a := w.connect(i, fmt.Sprintf("newcomer-%d", i))
 		if a.Status != http.StatusServiceUnavailable || a.Error == nil || a.Error.Code != vdibroker.EStoreUnavailable || a.RetryAfter == "" {
 			w.t.Errorf("new user through broker %d during the outage: %d %+v Retry-After %q, want 503 StoreUnavailable with Retry-After", i, a.Status, a.Error, a.RetryAfter)
-		}
-		if a.Took > outageStoreTimeout {
-			w.t.Errorf("new user through broker %d refused after %v, want within the store timeout %v", i, a.Took, outageStoreTimeout)
 		}
 	}
 }
