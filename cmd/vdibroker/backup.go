@@ -31,6 +31,9 @@ the backup, or set VDIBROKER_ADMIN_TOKEN. A PostgreSQL database is backed
 up with pg_dump (docs/operations.md).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if w := defaultedDataDir(cmd, &dataDir); w != "" {
+				fmt.Fprintln(cmd.ErrOrStderr(), "warning:", w)
+			}
 			info, err := store.BackupSQLite(cmd.Context(), dataDir, output)
 			if err != nil {
 				return err
@@ -39,7 +42,7 @@ up with pg_dump (docs/operations.md).`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&dataDir, "data-dir", "./vdibroker-data", "data dir of the store to back up (serve's --data-dir)")
+	addDataDirFlag(cmd, &dataDir, "data dir of the store to back up (serve's --data-dir)")
 	cmd.Flags().StringVar(&output, "output", "", "file to write the backup to; must not exist")
 	requireFlags(cmd, "output")
 	return cmd
@@ -72,6 +75,9 @@ backup holds (one signed out since the backup would otherwise be valid
 again, its cookie with it), so everyone signs in again.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if w := defaultedDataDir(cmd, &dataDir); w != "" {
+				fmt.Fprintln(cmd.ErrOrStderr(), "warning:", w)
+			}
 			if err := store.MkdirDataDir(dataDir); err != nil {
 				return err
 			}
@@ -112,7 +118,7 @@ again, its cookie with it), so everyone signs in again.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&dataDir, "data-dir", "./vdibroker-data", "data dir to restore into (serve's --data-dir)")
+	addDataDirFlag(cmd, &dataDir, "data dir to restore into (serve's --data-dir)")
 	cmd.Flags().StringVar(&input, "input", "", "the backup file (from vdibroker backup)")
 	requireFlags(cmd, "input")
 	return cmd

@@ -546,6 +546,9 @@ func newServeCmd() *cobra.Command {
 				m.Logger.Info("flags from the environment", "flags", fromEnv)
 			}
 			warnEnvOverridden(cmd, fromEnv, m.Logger)
+			if w := defaultedDataDir(cmd, &m.DataDir); w != "" {
+				m.Logger.Warn(w)
+			}
 			if err := databaseFrom(m, databaseFile, slices.Contains(fromEnv, "database"), m.Logger); err != nil {
 				return err
 			}
@@ -636,7 +639,7 @@ func newServeCmd() *cobra.Command {
 		}),
 	}
 	cmd.Flags().StringVar(&m.Listen, "listen", "127.0.0.1:8080", "address to listen on")
-	cmd.Flags().StringVar(&m.DataDir, "data-dir", "./vdibroker-data", "directory for the embedded store and admin.token")
+	addDataDirFlag(cmd, &m.DataDir, "directory for the embedded store and admin.token")
 	cmd.Flags().StringVar(&m.Database, "database", "", "database: empty for SQLite in --data-dir, or postgres://user@host/db; keep a password out of the command line (ps shows it): VDIBROKER_DATABASE, --database-file, or PGPASSWORD / PGPASSFILE")
 	cmd.Flags().StringVar(&databaseFile, "database-file", "", "file holding the --database URL (read once at start), so its password is in neither the command line nor the environment")
 	logs.addFlags(cmd.Flags(), true)

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestDataDirDefault_RD1: --data-dir's default on each system, decided
+// with the environment and the stores it finds given (R-D1): on Windows
+// %ProgramData%\vdibroker, not the working directory's vdibroker-data
+// (C:\Windows\System32 for an elevated cmd.exe or a service), unless the
+// old default holds a store and the new one does not, which is used with
+// a warning that says how to move it.
+func TestDataDirDefault_RD1(t *testing.T) {
+	const pd = `C:\ProgramData`
+	legacyAbs, err := filepath.Abs(legacyDataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name        string
+		goos        string
+		programData string
+		stores      []string // the dirs that hold a vdibroker.db
+		wantDefault string   // the flag's default (dir)
+		wantDir     string   // resolve's
+		wantWarning bool
+	}{
+		{name: "linux", goos: "linux", programData: pd, wantDefault: "./vdibroker-data", wantDir: "./vdibroker-data"},
+		{name: "linux with a store", goos: "linux", programData: pd, stores: []string{"./vdibroker-data"},
+			wantDefault: "./vdibroker-data", wantDir: "./vdibroker-data"},
+		{name: "windows new install", goos: "windows", programData: pd,
+			wantDefault: pd + `\vdibroker`, wantDir: pd + `\vdibroker`},
+		{name: "windows ProgramData unset", goos: "windows",
+			wantDefault: "./vdibroker-data", wantDir: "./vdibroker-data"},
+		// An install made before the default moved: its store stays
+		// where it is, and the warning says so.
+		{name: "windows old store only", goos: "windows", programData: pd, stores: []string{"./vdibroker-data"},
+			wantDefault: pd + `\vdibroker`, wantDir: "./vdibroker-data", wantWarning: true},
+		// Both hold one: the new default's, the one its admin moved.
+		{name: "windows both", goos: "windows", programData: pd, stores: []string{"./vdibroker-data", pd + `\vdibroker`},
+			wantDefault: pd + `\vdibroker`, wantDir: pd + `\vdibroker`},
+		{name: "windows new store only", goos: "windows", programData: pd, stores: []string{pd + `\vdibroker`},
+			wantDefault: pd + `\vdibroker`, wantDir: pd + `\vdibroker`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := dataDirDefault{
+				goos: tc.goos,
+				getenv: func(k string) string {
+					if k == "ProgramData" {
+						return tc.programData
+					}
+					return ""
+				},
+				hasStore: func(dir string) bool {
+					for _, s := range tc.stores {
+						if s == dir {
+							return true
+						}
+					}
+					return false
+				},
+			}
+			if got := d.dir(); got != tc.wantDefault {
+				t.Errorf("dir() = %q, want %q", got, tc.wantDefault)
+			}
+			got, warning := d.resolve()
+			if got != tc.wantDir {
+				t.Errorf("resolve() = %q, want %q", got, tc.wantDir)
+			}
+			if !tc.wantWarning {
+				if warning != "" {
+					t.Errorf("resolve() warned %q, want no warning", warning)
+				}
+				return
+			}
+			// Where the store is, where the default is now, and the two
+			// ways out.
+			for _, want := range []string{legacyAbs, "the default is now " + pd + `\vdibroker`, `move "`, "--data-dir"} {
+				if !strings.Contains(warning, want) {
+					t.Errorf("warning %q does not say %q", warning, want)
+				}
+			}
+		})
+	}
+}
+
+// TestDataDirFlagHelp_RD1: the help of --data-dir says the default of
+// the system it is for: pflag's own on Unix; on Windows the path as
+// written there, and the old default it falls back to.
+func TestDataDirFlagHelp_RD1(t *testing.T) {
+	unix := dataDirDefault{goos: "linux", getenv: func(string) string { return `C:\ProgramData` }}
+	if def, usage := unix.flag("the dir"); def != "./vdibroker-data" || usage != "the dir" {
+		t.Errorf("linux: flag() = %q, %q; want ./vdibroker-data, the dir", def, usage)
+	}
+	win := dataDirDefault{goos: "windows", getenv: func(string) string { return `D:\Data` }}
+	def, usage := win.flag("the dir")
+	want := `the dir (default D:\Data\vdibroker, from %ProgramData%; ./vdibroker-data instead when that holds a store and D:\Data\vdibroker does not)`
+	if def != "" || usage != want {
+		t.Errorf("windows: flag() = %q, %q; want \"\", %q", def, usage, want)
+	}
+}
