@@ -2,7 +2,9 @@ package store
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -91,7 +93,10 @@ func BackupSQLite(ctx context.Context, dataDir, output string) (*BackupInfo, err
 	// open it meanwhile and keep reading; and one who made an empty file
 	// of that name first, between its removal and the copy, got the
 	// copy in a file of its own.
-	tmp, err := os.CreateTemp(filepath.Dir(output), "."+filepath.Base(output)+".partial-*")
+	// On Windows it has a DACL of its own, the broker's account's,
+	// SYSTEM's and Administrators' (createPrivateFile), not the entries
+	// of output's folder.
+	tmp, err := createPrivateTemp(filepath.Dir(output), "."+filepath.Base(output)+".partial-")
 	if err != nil {
 		return nil, fmt.Errorf("backup: %w", err)
 	}
@@ -126,6 +131,22 @@ func BackupSQLite(ctx context.Context, dataDir, output string) (*BackupInfo, err
 		return nil, fmt.Errorf("backup: %w", err)
 	}
 	return info, syncDir(filepath.Dir(output))
+}
+
+// createPrivateTemp creates a new file in dir, named prefix and a random
+// suffix, with createPrivateFile, as os.CreateTemp does with mode 0600.
+func createPrivateTemp(dir, prefix string) (*os.File, error) {
+	for try := 0; ; try++ {
+		var b [8]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return nil, err
+		}
+		f, err := createPrivateFile(filepath.Join(dir, prefix+hex.EncodeToString(b[:])))
+		if errors.Is(err, os.ErrExist) && try < 10 {
+			continue
+		}
+		return f, err
+	}
 }
 
 // afterBackupCopy, when set (by tests), is called with the copy's path
@@ -427,7 +448,7 @@ func copyFile(src, dst string) error {
 		return err
 	}
 	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	out, err := createPrivateFile(dst)
 	if err != nil {
 		return err
 	}

@@ -31,3 +31,9 @@ func checkStoreAccess(_, path string, _ bool, log *slog.Logger) error {
 	}
 	return nil
 }
+
+// createPrivateFile creates the file path, which must not exist, for
+// writing a secret (a backup, a restored store): mode 0600.
+func createPrivateFile(path string) (*os.File, error) {
+	return os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+}

@@ -43,6 +43,15 @@ func createStoreFile(path string) {
 	}
 }
 
+// createPrivateFile creates the file path, which must not exist, for
+// writing a secret (a backup, a restored store): with winacl.PrivateSDDL,
+// a protected DACL of the process's account, SYSTEM and Administrators,
+// not the entries of its folder (a backup folder may let Users read what
+// is made in it).
+func createPrivateFile(path string) (*os.File, error) {
+	return winacl.CreatePrivateFile(path)
+}
+
 // checkStoreAccess says what the data dir's and the store's DACLs let
 // others do, as the mode check does on Unix (R-SEC). The files SQLite
 // makes (the -wal and -shm) inherit the data dir's entries: a data dir

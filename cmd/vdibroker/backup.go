@@ -20,7 +20,8 @@ func newBackupCmd() *cobra.Command {
 		Use:   "backup --data-dir DIR --output FILE",
 		Short: "Copy the embedded SQLite store, consistently, while serve runs",
 		Long: `backup writes a consistent copy of the embedded SQLite store of --data-dir
-to --output (a new file, mode 0600), while vdibroker serve may be running
+to --output (a new file, mode 0600; on Windows with a DACL of its own, the
+account's, SYSTEM's and Administrators'), while vdibroker serve may be running
 on it: SQLite's VACUUM INTO copies one snapshot of the database, every
 commit up to that instant and none after it, and serve goes on meanwhile.
 The copy is checked (integrity check, schema version) before it is renamed

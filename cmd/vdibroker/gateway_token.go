@@ -2,6 +2,7 @@ package main
 
 import (
 	"crypto/ed25519"
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -19,7 +20,7 @@ func newGatewayKeygenCmd() *cobra.Command {
 	var keyID, keyFile, jwksFile string
 	cmd := &cobra.Command{
 		Use:   "keygen --key-id ID --private-key FILE --jwks FILE",
-		Short: "Make an Ed25519 token signing key (PEM, mode 0600) and the JWKS file a gateway verifies with",
+		Short: "Make an Ed25519 token signing key (a new PEM file, " + secretFileAccess + ") and the JWKS file a gateway verifies with",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, err := gatewaytoken.GenerateSigner(keyID)
@@ -34,7 +35,22 @@ func newGatewayKeygenCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := os.WriteFile(keyFile, pem, 0o600); err != nil {
+			// The key's file is its owner's alone from its first byte
+			// (createSecretFile: mode 0600; on Windows a DACL of its
+			// own, not its folder's), and never an existing file, whose
+			// mode or DACL os.WriteFile would keep (R-SEC).
+			f, err := createSecretFile(keyFile)
+			if errors.Is(err, os.ErrExist) {
+				return fmt.Errorf("--private-key %s exists: give a new file (keygen never replaces a key)", keyFile)
+			}
+			if err != nil {
+				return err
+			}
+			if _, err := f.Write(pem); err != nil {
+				f.Close()
+				return err
+			}
+			if err := f.Close(); err != nil {
 				return err
 			}
 			return os.WriteFile(jwksFile, append(jwks, '\n'), 0o644)
