@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -93,6 +94,12 @@ again, its cookie with it), so everyone signs in again.`,
 				return err
 			}
 			defer unlock()
+			// A data dir made by hand for the store is made private as
+			// serve makes it for a new store, saying so (R-SEC).
+			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
+			if err := store.CheckDataDirAccess(dataDir, log); err != nil {
+				return fmt.Errorf("restore: %w", err)
+			}
 			now := time.Now()
 			// What the restore undoes among credentials, read before the
 			// store is moved aside; a store that cannot be read does not
