@@ -5,10 +5,13 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/vdibroker/vdibroker/internal/syncbuf"
 	"github.com/vdibroker/vdibroker/store"
 )
 
@@ -21,7 +24,7 @@ import (
 // (a protected DACL of the account, SYSTEM and Administrators is 0750; a
 // file made with its folder's entries 0644), so "private" below is
 // nothing for others in the mode.
-//   - Without --data-dir, restore and backup take %ProgramData%\vdibroker,
+//   - Without --data-dir, serve, restore and backup take %ProgramData%\vdibroker,
 //     not the working directory's vdibroker-data (R-D1); a store only
 //     the old default holds is used, with a warning naming both.
 //   - backup's copy and gateway keygen's key are private in a folder
@@ -61,6 +64,49 @@ func TestDataDirDefaultWine(t *testing.T) {
 		cmd := w.command(ctx, "wine", "cmd", "/c", line)
 		out, _ := cmd.CombinedOutput()
 		return string(out), cmd.ProcessState.ExitCode()
+	}
+	// serve starts vdibroker.exe serve as run does, without
+	// VDIBROKER_ADMIN_TOKEN, waits until it listens or has exited, ends
+	// it by the pid its data dir's lock holds (cmd.exe's end would leave
+	// it running), and returns its output.
+	serve := func(t *testing.T, cwd, programData, data string) string {
+		t.Helper()
+		out := &syncbuf.Buffer{}
+		line := "cd /d " + winPath(cwd) + "&& set ProgramData=" + winPath(programData) + "&& " + winPath(exe) + " serve --listen 127.0.0.1:0"
+		cmd := w.command(context.Background(), "wine", "cmd", "/c", line)
+		cmd.Env = slices.DeleteFunc(cmd.Env, func(kv string) bool {
+			return strings.HasPrefix(kv, "VDIBROKER_ADMIN_TOKEN=") || strings.HasPrefix(kv, "VDIBROKER_DATA_DIR=")
+		})
+		cmd.Stdout, cmd.Stderr = out, out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		go func() {
+			cmd.Wait()
+			close(done)
+		}()
+		e2eEventually(t, "serve under Wine to listen or exit", time.Minute, func() bool {
+			select {
+			case <-done:
+				return true
+			default:
+				return strings.Contains(out.String(), "vdibroker listening on ")
+			}
+		})
+		if pid, err := os.ReadFile(filepath.Join(data, "vdibroker.lock")); err == nil && strings.TrimSpace(string(pid)) != "" {
+			w.wine(t, "taskkill", "/F", "/PID", strings.TrimSpace(string(pid)))
+		}
+		select {
+		case <-done:
+		case <-time.After(time.Minute):
+			cmd.Process.Kill()
+			t.Fatalf("serve under Wine did not end:\n%s", out.String())
+		}
+		if !strings.Contains(out.String(), "vdibroker listening on ") {
+			t.Fatalf("serve under Wine did not start:\n%s", out.String())
+		}
+		return out.String()
 	}
 	private := func(t *testing.T, path string) {
 		t.Helper()
@@ -126,6 +172,44 @@ func TestDataDirDefaultWine(t *testing.T) {
 		}
 		if _, err := os.Stat(filepath.Join(pd, "vdibroker")); err == nil {
 			t.Error("backup made the new default's data dir")
+		}
+	})
+	t.Run("serve on the default", func(t *testing.T) {
+		cwd, pd := t.TempDir(), open(t)
+		data := filepath.Join(pd, "vdibroker")
+		out := serve(t, cwd, pd, data)
+		if want := "created the admin token in " + winPath(filepath.Join(data, "admin.token")); !strings.Contains(out, want) {
+			t.Errorf("serve without --data-dir did not say %q:\n%s", want, out)
+		}
+		for _, name := range []string{"", "vdibroker.db", "admin.token"} {
+			private(t, filepath.Join(data, name))
+		}
+		if _, err := os.Stat(filepath.Join(cwd, "vdibroker-data")); err == nil {
+			t.Error("serve made vdibroker-data in the working directory")
+		}
+		if strings.Contains(out, "level=WARN") {
+			t.Errorf("serve on a new default data dir warned:\n%s", out)
+		}
+	})
+	t.Run("serve beside an old store", func(t *testing.T) {
+		cwd, pd := t.TempDir(), open(t)
+		legacy := filepath.Join(cwd, "vdibroker-data")
+		old, err := store.Open(t.Context(), "", legacy, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		old.Close()
+		out := serve(t, cwd, pd, legacy)
+		want := "using the store in " + winPath(legacy) + ", the data dir's default before this release: the default is now " + winPath(filepath.Join(pd, "vdibroker"))
+		// As the log's text handler quotes it.
+		if quoted := strings.Trim(strconv.Quote(want), `"`); !strings.Contains(out, `level=WARN msg="`+quoted) {
+			t.Errorf("serve beside an old store did not warn %q:\n%s", want, out)
+		}
+		if _, err := os.Stat(filepath.Join(legacy, "admin.token")); err != nil {
+			t.Errorf("serve did not use the old data dir: %v\n%s", err, out)
+		}
+		if _, err := os.Stat(filepath.Join(pd, "vdibroker")); err == nil {
+			t.Error("serve made the new default's data dir")
 		}
 	})
 	t.Run("restore into an empty open dir", func(t *testing.T) {
