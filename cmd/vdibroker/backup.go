@@ -63,7 +63,10 @@ stopped: restore takes the data dir's lock, as serve does, and refuses
 while another process holds it. The store files it replaces (vdibroker.db
 and its -wal and -shm) are moved aside to <name>.before-restore-<time>,
 not deleted (-2, -3, ... added when a restore in the same second
-took the name). Then start serve on the data dir.
+took the name). Then start serve on the data dir. The data dir's access is
+read as serve reads it at start: on Windows an empty one that lets others
+read the files made in it is made private, saying so, and one holding other
+files but no store is refused.
 
 The store comes back as the backup has it, credentials too: restore warns
 about each API token and registration token revoked since the backup

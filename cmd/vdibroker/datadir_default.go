@@ -62,7 +62,7 @@ func (d dataDirDefault) resolve() (dir, warning string) {
 		legacy = abs
 	}
 	return legacyDataDir, fmt.Sprintf("using the store in %s, the data dir's default before this release: the default is now %s; "+
-		"stop the broker and move the directory there (move \"%s\" \"%s\"), or give --data-dir \"%s\" (VDIBROKER_DATA_DIR) to keep it where it is",
+		"stop the broker and move the directory there (move \"%s\" \"%s\"), or give --data-dir \"%s\" to keep it where it is",
 		legacy, def, legacy, def, legacy)
 }
 

@@ -4,6 +4,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
 )
 
 // TestDataDirDefault_RD1: --data-dir's default on each system, decided
@@ -99,5 +101,20 @@ func TestDataDirFlagHelp_RD1(t *testing.T) {
 	want := `the dir (default D:\Data\vdibroker, from %ProgramData%; ./vdibroker-data instead when that holds a store and D:\Data\vdibroker does not)`
 	if def != "" || usage != want {
 		t.Errorf("windows: flag() = %q, %q; want \"\", %q", def, usage, want)
+	}
+}
+
+// TestDefaultedDataDirGiven_RD1: a --data-dir given (on the command line,
+// or by flagsFromEnv from VDIBROKER_DATA_DIR, which sets it the same way)
+// is used as it is, with no warning: the default is only for its absence.
+func TestDefaultedDataDirGiven_RD1(t *testing.T) {
+	cmd := &cobra.Command{Use: "x"}
+	var dir string
+	addDataDirFlag(cmd, &dir, "the dir")
+	if err := cmd.Flags().Set("data-dir", "/srv/vdibroker"); err != nil {
+		t.Fatal(err)
+	}
+	if w := defaultedDataDir(cmd, &dir); dir != "/srv/vdibroker" || w != "" {
+		t.Errorf("given: %q, warning %q; want /srv/vdibroker and none", dir, w)
 	}
 }
