@@ -51,15 +51,24 @@ func (d dataDirDefault) dir() string {
 // resolve is the data dir to use when --data-dir is not given: dir, but
 // legacyDataDir when that holds a store and dir does not (a broker
 // installed before the default moved keeps its store), with a warning
-// that says where the store is and how to move it.
+// that says where the store is and how to move it. When both hold a
+// store, dir's is used, with a warning that names the store left aside:
+// one a broker started elsewhere (a console in another working
+// directory) made new in dir would otherwise take the place of the
+// broker's store without a word.
 func (d dataDirDefault) resolve() (dir, warning string) {
 	def := d.dir()
-	if def == legacyDataDir || d.hasStore(def) || !d.hasStore(legacyDataDir) {
+	if def == legacyDataDir || !d.hasStore(legacyDataDir) {
 		return def, ""
 	}
 	legacy := legacyDataDir
 	if abs, err := filepath.Abs(legacy); err == nil {
 		legacy = abs
+	}
+	if d.hasStore(def) {
+		return def, fmt.Sprintf("using the store in %s, the data dir's default now; the store in %s, the default before this release, is ignored: "+
+			"if it is the broker's, stop the broker and give --data-dir \"%s\"; if not, rename or remove it",
+			def, legacy, legacy)
 	}
 	return legacyDataDir, fmt.Sprintf("using the store in %s, the data dir's default before this release: the default is now %s; "+
 		"stop the broker and move the directory there (move \"%s\" \"%s\"), or give --data-dir \"%s\" to keep it where it is",

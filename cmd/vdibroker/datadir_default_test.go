@@ -13,7 +13,8 @@ import (
 // %ProgramData%\vdibroker, not the working directory's vdibroker-data
 // (C:\Windows\System32 for an elevated cmd.exe or a service), unless the
 // old default holds a store and the new one does not, which is used with
-// a warning that says how to move it.
+// a warning that says how to move it; when both hold one, the new one's
+// is used with a warning that names the old one as ignored.
 func TestDataDirDefault_RD1(t *testing.T) {
 	const pd = `C:\ProgramData`
 	legacyAbs, err := filepath.Abs(legacyDataDir)
@@ -27,7 +28,9 @@ func TestDataDirDefault_RD1(t *testing.T) {
 		stores      []string // the dirs that hold a vdibroker.db
 		wantDefault string   // the flag's default (dir)
 		wantDir     string   // resolve's
-		wantWarning bool
+		// What the warning says, none when nil: where the store
+		// in use is, the one left aside, and the ways out.
+		wantWarning []string
 	}{
 		{name: "linux", goos: "linux", programData: pd, wantDefault: "./vdibroker-data", wantDir: "./vdibroker-data"},
 		{name: "linux with a store", goos: "linux", programData: pd, stores: []string{"./vdibroker-data"},
@@ -39,10 +42,15 @@ func TestDataDirDefault_RD1(t *testing.T) {
 		// An install made before the default moved: its store stays
 		// where it is, and the warning says so.
 		{name: "windows old store only", goos: "windows", programData: pd, stores: []string{"./vdibroker-data"},
-			wantDefault: pd + `\vdibroker`, wantDir: "./vdibroker-data", wantWarning: true},
-		// Both hold one: the new default's, the one its admin moved.
+			wantDefault: pd + `\vdibroker`, wantDir: "./vdibroker-data",
+			wantWarning: []string{"using the store in " + legacyAbs, "the default is now " + pd + `\vdibroker`, `move "` + legacyAbs + `" "`, `--data-dir "` + legacyAbs + `"`}},
+		// Both hold one: the new default's, the one its admin moved,
+		// or one a broker started in another working directory made
+		// new, which the old store's broker would then serve from: the
+		// old one is named as ignored.
 		{name: "windows both", goos: "windows", programData: pd, stores: []string{"./vdibroker-data", pd + `\vdibroker`},
-			wantDefault: pd + `\vdibroker`, wantDir: pd + `\vdibroker`},
+			wantDefault: pd + `\vdibroker`, wantDir: pd + `\vdibroker`,
+			wantWarning: []string{"using the store in " + pd + `\vdibroker`, "the store in " + legacyAbs + ", the default before this release, is ignored", `--data-dir "` + legacyAbs + `"`, "rename or remove it"}},
 		{name: "windows new store only", goos: "windows", programData: pd, stores: []string{pd + `\vdibroker`},
 			wantDefault: pd + `\vdibroker`, wantDir: pd + `\vdibroker`},
 	} {
@@ -71,15 +79,13 @@ func TestDataDirDefault_RD1(t *testing.T) {
 			if got != tc.wantDir {
 				t.Errorf("resolve() = %q, want %q", got, tc.wantDir)
 			}
-			if !tc.wantWarning {
-				if warning != "" {
-					t.Errorf("resolve() warned %q, want no warning", warning)
-				}
-				return
+			if tc.wantWarning == nil && warning != "" {
+				t.Errorf("resolve() warned %q, want no warning", warning)
 			}
-			// Where the store is, where the default is now, and the two
-			// ways out.
-			for _, want := range []string{legacyAbs, "the default is now " + pd + `\vdibroker`, `move "`, "--data-dir"} {
+			if tc.wantWarning != nil && warning == "" {
+				t.Errorf("resolve() did not warn, want a warning saying %q", tc.wantWarning)
+			}
+			for _, want := range tc.wantWarning {
 				if !strings.Contains(warning, want) {
 					t.Errorf("warning %q does not say %q", warning, want)
 				}

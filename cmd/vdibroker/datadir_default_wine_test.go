@@ -26,7 +26,8 @@ import (
 // nothing for others in the mode.
 //   - Without --data-dir, serve, restore and backup take %ProgramData%\vdibroker,
 //     not the working directory's vdibroker-data (R-D1); a store only
-//     the old default holds is used, with a warning naming both.
+//     the old default holds is used, with a warning naming both; one
+//     both hold is the new default's, the old one named as ignored.
 //   - backup's copy and gateway keygen's key are private in a folder
 //     that lets everyone read what is made in it (R-SEC).
 //   - restore into an empty folder that lets everyone read the files made
@@ -172,6 +173,29 @@ func TestDataDirDefaultWine(t *testing.T) {
 		}
 		if _, err := os.Stat(filepath.Join(pd, "vdibroker")); err == nil {
 			t.Error("backup made the new default's data dir")
+		}
+	})
+	t.Run("both defaults hold a store", func(t *testing.T) {
+		// The new default's is used, and the old one is named as
+		// ignored: it may be the store the broker served from.
+		cwd, pd := t.TempDir(), open(t)
+		legacy, data := filepath.Join(cwd, "vdibroker-data"), filepath.Join(pd, "vdibroker")
+		for _, dir := range []string{legacy, data} {
+			st, err := store.Open(t.Context(), "", dir, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st.Close()
+		}
+		output := filepath.Join(t.TempDir(), "copy.db")
+		out, code := run(t, cwd, pd, "backup", "--output", winPath(output))
+		if code != 0 || !strings.Contains(out, "backup of "+winPath(data)+" written to") {
+			t.Fatalf("backup without --data-dir, both defaults holding a store: exit %d, want 0 and a backup of %s:\n%s", code, winPath(data), out)
+		}
+		want := "warning: using the store in " + winPath(data) + ", the data dir's default now; the store in " + winPath(legacy) +
+			", the default before this release, is ignored"
+		if !strings.Contains(out, want) {
+			t.Errorf("backup did not warn %q:\n%s", want, out)
 		}
 	})
 	t.Run("serve on the default", func(t *testing.T) {
