@@ -25,14 +25,22 @@ type dataDirDefault struct {
 	getenv func(string) string
 	// hasStore reports whether dir holds a store (vdibroker.db).
 	hasStore func(dir string) bool
+	// exists reports whether dir exists.
+	exists func(dir string) bool
 }
 
 // systemDataDirDefault is dataDirDefault of the running system.
 func systemDataDirDefault() dataDirDefault {
-	return dataDirDefault{goos: runtime.GOOS, getenv: os.Getenv, hasStore: func(dir string) bool {
-		_, err := os.Stat(filepath.Join(dir, store.SQLiteFile))
-		return err == nil
-	}}
+	return dataDirDefault{goos: runtime.GOOS, getenv: os.Getenv,
+		hasStore: func(dir string) bool {
+			_, err := os.Stat(filepath.Join(dir, store.SQLiteFile))
+			return err == nil
+		},
+		exists: func(dir string) bool {
+			_, err := os.Stat(dir)
+			return err == nil
+		},
+	}
 }
 
 // dir is the default: ProgramData's vdibroker on Windows, or
@@ -70,9 +78,17 @@ func (d dataDirDefault) resolve() (dir, warning string) {
 			"if it is the broker's, stop the broker and give --data-dir \"%s\"; if not, rename or remove it",
 			def, legacy, legacy)
 	}
+	// move of a directory onto one that exists (the agent's state
+	// directory is %ProgramData%\vdibroker too) puts it inside, where no
+	// start would look: then the files are moved (the data dir holds no
+	// directory).
+	move := fmt.Sprintf("move the directory there (move \"%s\" \"%s\")", legacy, def)
+	if d.exists(def) {
+		move = fmt.Sprintf("move its files into %s, which exists (move \"%s\" \"%s\")", def, filepath.Join(legacy, "*"), def)
+	}
 	return legacyDataDir, fmt.Sprintf("using the store in %s, the data dir's default before this release: the default is now %s; "+
-		"stop the broker and move the directory there (move \"%s\" \"%s\"), or give --data-dir \"%s\" to keep it where it is",
-		legacy, def, legacy, def, legacy)
+		"stop the broker and %s, or give --data-dir \"%s\" to keep it where it is",
+		legacy, def, move, legacy)
 }
 
 // flag is --data-dir's default and help for a flag about what: on

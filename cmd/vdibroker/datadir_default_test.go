@@ -2,6 +2,7 @@ package main
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -26,6 +27,7 @@ func TestDataDirDefault_RD1(t *testing.T) {
 		goos        string
 		programData string
 		stores      []string // the dirs that hold a vdibroker.db
+		dirs        []string // the other dirs that exist
 		wantDefault string   // the flag's default (dir)
 		wantDir     string   // resolve's
 		// What the warning says, none when nil: where the store
@@ -44,6 +46,13 @@ func TestDataDirDefault_RD1(t *testing.T) {
 		{name: "windows old store only", goos: "windows", programData: pd, stores: []string{"./vdibroker-data"},
 			wantDefault: pd + `\vdibroker`, wantDir: "./vdibroker-data",
 			wantWarning: []string{"using the store in " + legacyAbs, "the default is now " + pd + `\vdibroker`, `move "` + legacyAbs + `" "`, `--data-dir "` + legacyAbs + `"`}},
+		// The new default exists without a store (the agent's state
+		// directory is %ProgramData%\vdibroker too): move of the
+		// directory onto it would put it inside, where no start looks
+		// (and the next would make a new store), so the files are moved.
+		{name: "windows old store, new dir exists", goos: "windows", programData: pd, stores: []string{"./vdibroker-data"}, dirs: []string{pd + `\vdibroker`},
+			wantDefault: pd + `\vdibroker`, wantDir: "./vdibroker-data",
+			wantWarning: []string{"using the store in " + legacyAbs, "move its files into " + pd + `\vdibroker`, `move "` + filepath.Join(legacyAbs, "*") + `" "` + pd + `\vdibroker"`, `--data-dir "` + legacyAbs + `"`}},
 		// Both hold one: the new default's, the one its admin moved,
 		// or one a broker started in another working directory made
 		// new, which the old store's broker would then serve from: the
@@ -70,6 +79,9 @@ func TestDataDirDefault_RD1(t *testing.T) {
 						}
 					}
 					return false
+				},
+				exists: func(dir string) bool {
+					return slices.Contains(tc.stores, dir) || slices.Contains(tc.dirs, dir)
 				},
 			}
 			if got := d.dir(); got != tc.wantDefault {

@@ -175,6 +175,29 @@ func TestDataDirDefaultWine(t *testing.T) {
 			t.Error("backup made the new default's data dir")
 		}
 	})
+	t.Run("old store, new default exists", func(t *testing.T) {
+		// %ProgramData%\vdibroker exists without a store (the agent's
+		// state directory): the warning moves the files, not the
+		// directory, which move would put inside it.
+		cwd, pd := t.TempDir(), open(t)
+		legacy := filepath.Join(cwd, "vdibroker-data")
+		old, err := store.Open(t.Context(), "", legacy, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		old.Close()
+		if err := os.Mkdir(filepath.Join(pd, "vdibroker"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		out, code := run(t, cwd, pd, "backup", "--output", winPath(filepath.Join(t.TempDir(), "copy.db")))
+		if code != 0 || !strings.Contains(out, "backup of ./vdibroker-data written to") {
+			t.Fatalf("backup without --data-dir beside an old store: exit %d, want 0 and a backup of ./vdibroker-data:\n%s", code, out)
+		}
+		want := `(move "` + winPath(legacy) + `\*" "` + winPath(filepath.Join(pd, "vdibroker")) + `")`
+		if !strings.Contains(out, want) {
+			t.Errorf("backup did not warn %q:\n%s", want, out)
+		}
+	})
 	t.Run("both defaults hold a store", func(t *testing.T) {
 		// The new default's is used, and the old one is named as
 		// ignored: it may be the store the broker served from.
