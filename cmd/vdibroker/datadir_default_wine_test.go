@@ -281,5 +281,15 @@ func TestDataDirDefaultWine(t *testing.T) {
 			t.Fatalf("gateway keygen: exit %d:\n%s", code, out)
 		}
 		private(t, key)
+		// Again onto the same file: refused, naming it, as on Unix
+		// (CreateFile's ERROR_FILE_EXISTS read as os.ErrExist).
+		before, _ := os.ReadFile(key)
+		out, code = run(t, cwd, pd, "gateway", "keygen", "--key-id", "k2", "--private-key", winPath(key), "--jwks", winPath(filepath.Join(dir, "keys2.json")))
+		if want := "--private-key " + winPath(key) + " exists: give a new file"; code == 0 || !strings.Contains(out, want) {
+			t.Errorf("gateway keygen onto its key: exit %d, want a refusal saying %q:\n%s", code, want, out)
+		}
+		if after, _ := os.ReadFile(key); string(after) != string(before) {
+			t.Error("gateway keygen rewrote the existing key")
+		}
 	})
 }
