@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -16,9 +17,13 @@ import (
 const legacyDataDir = "./vdibroker-data"
 
 // dataDirDefault decides --data-dir's default (R-D1) for one system: on
-// Unix ./vdibroker-data; on Windows %ProgramData%\vdibroker, as the working
-// directory of an elevated cmd.exe and of a Windows service is
-// C:\Windows\System32, where ./vdibroker-data would put the store. Its
+// Unix ./vdibroker-data; on Windows %ProgramData%\vdibroker-data, as the
+// working directory of an elevated cmd.exe and of a Windows service is
+// C:\Windows\System32, where ./vdibroker-data would put the store. Not
+// %ProgramData%\vdibroker: that is the agent's state directory, whose
+// DACL `agent install` sets to SYSTEM and Administrators only, which
+// would lock out a broker running under an account of its own on the
+// same machine. Its
 // fields are what it reads, so that its tests run on every system.
 type dataDirDefault struct {
 	goos   string
@@ -43,14 +48,14 @@ func systemDataDirDefault() dataDirDefault {
 	}
 }
 
-// dir is the default: ProgramData's vdibroker on Windows, or
+// dir is the default: ProgramData's vdibroker-data on Windows, or
 // legacyDataDir when ProgramData is not set (or on Unix).
 func (d dataDirDefault) dir() string {
 	if d.goos == "windows" {
 		if pd := d.getenv("ProgramData"); pd != "" {
 			// Not filepath.Join, which is the running system's: the
 			// tests decide for Windows on Linux too.
-			return pd + `\vdibroker`
+			return strings.TrimRight(pd, `\`) + `\vdibroker-data`
 		}
 	}
 	return legacyDataDir
@@ -78,10 +83,10 @@ func (d dataDirDefault) resolve() (dir, warning string) {
 			"if it is the broker's, stop the broker and give --data-dir \"%s\"; if not, rename or remove it",
 			def, legacy, legacy)
 	}
-	// move of a directory onto one that exists (the agent's state
-	// directory is %ProgramData%\vdibroker too) puts it inside, where no
-	// start would look: then the files are moved (the data dir holds no
-	// directory).
+	// move of a directory onto one that exists (an admin made it, or a
+	// broker started once there and was stopped before it made a store)
+	// puts it inside, where no start would look: then the files are
+	// moved (the data dir holds no directory).
 	move := fmt.Sprintf("move the directory there (move \"%s\" \"%s\")", legacy, def)
 	if d.exists(def) {
 		move = fmt.Sprintf("move its files into %s, which exists (move \"%s\" \"%s\")", def, filepath.Join(legacy, "*"), def)

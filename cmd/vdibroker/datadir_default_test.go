@@ -11,7 +11,7 @@ import (
 
 // TestDataDirDefault_RD1: --data-dir's default on each system, decided
 // with the environment and the stores it finds given (R-D1): on Windows
-// %ProgramData%\vdibroker, not the working directory's vdibroker-data
+// %ProgramData%\vdibroker-data, not the working directory's vdibroker-data
 // (C:\Windows\System32 for an elevated cmd.exe or a service), unless the
 // old default holds a store and the new one does not, which is used with
 // a warning that says how to move it; when both hold one, the new one's
@@ -38,30 +38,30 @@ func TestDataDirDefault_RD1(t *testing.T) {
 		{name: "linux with a store", goos: "linux", programData: pd, stores: []string{"./vdibroker-data"},
 			wantDefault: "./vdibroker-data", wantDir: "./vdibroker-data"},
 		{name: "windows new install", goos: "windows", programData: pd,
-			wantDefault: pd + `\vdibroker`, wantDir: pd + `\vdibroker`},
+			wantDefault: pd + `\vdibroker-data`, wantDir: pd + `\vdibroker-data`},
 		{name: "windows ProgramData unset", goos: "windows",
 			wantDefault: "./vdibroker-data", wantDir: "./vdibroker-data"},
 		// An install made before the default moved: its store stays
 		// where it is, and the warning says so.
 		{name: "windows old store only", goos: "windows", programData: pd, stores: []string{"./vdibroker-data"},
-			wantDefault: pd + `\vdibroker`, wantDir: "./vdibroker-data",
-			wantWarning: []string{"using the store in " + legacyAbs, "the default is now " + pd + `\vdibroker`, `move "` + legacyAbs + `" "`, `--data-dir "` + legacyAbs + `"`}},
-		// The new default exists without a store (the agent's state
-		// directory is %ProgramData%\vdibroker too): move of the
+			wantDefault: pd + `\vdibroker-data`, wantDir: "./vdibroker-data",
+			wantWarning: []string{"using the store in " + legacyAbs, "the default is now " + pd + `\vdibroker-data`, `move "` + legacyAbs + `" "`, `--data-dir "` + legacyAbs + `"`}},
+		// The new default exists without a store (an admin made it):
+		// move of the
 		// directory onto it would put it inside, where no start looks
 		// (and the next would make a new store), so the files are moved.
-		{name: "windows old store, new dir exists", goos: "windows", programData: pd, stores: []string{"./vdibroker-data"}, dirs: []string{pd + `\vdibroker`},
-			wantDefault: pd + `\vdibroker`, wantDir: "./vdibroker-data",
-			wantWarning: []string{"using the store in " + legacyAbs, "move its files into " + pd + `\vdibroker`, `move "` + filepath.Join(legacyAbs, "*") + `" "` + pd + `\vdibroker"`, `--data-dir "` + legacyAbs + `"`}},
+		{name: "windows old store, new dir exists", goos: "windows", programData: pd, stores: []string{"./vdibroker-data"}, dirs: []string{pd + `\vdibroker-data`},
+			wantDefault: pd + `\vdibroker-data`, wantDir: "./vdibroker-data",
+			wantWarning: []string{"using the store in " + legacyAbs, "move its files into " + pd + `\vdibroker-data`, `move "` + filepath.Join(legacyAbs, "*") + `" "` + pd + `\vdibroker-data"`, `--data-dir "` + legacyAbs + `"`}},
 		// Both hold one: the new default's, the one its admin moved,
 		// or one a broker started in another working directory made
 		// new, which the old store's broker would then serve from: the
 		// old one is named as ignored.
-		{name: "windows both", goos: "windows", programData: pd, stores: []string{"./vdibroker-data", pd + `\vdibroker`},
-			wantDefault: pd + `\vdibroker`, wantDir: pd + `\vdibroker`,
-			wantWarning: []string{"using the store in " + pd + `\vdibroker`, "the store in " + legacyAbs + ", the default before this release, is ignored", `--data-dir "` + legacyAbs + `"`, "rename or remove it"}},
-		{name: "windows new store only", goos: "windows", programData: pd, stores: []string{pd + `\vdibroker`},
-			wantDefault: pd + `\vdibroker`, wantDir: pd + `\vdibroker`},
+		{name: "windows both", goos: "windows", programData: pd, stores: []string{"./vdibroker-data", pd + `\vdibroker-data`},
+			wantDefault: pd + `\vdibroker-data`, wantDir: pd + `\vdibroker-data`,
+			wantWarning: []string{"using the store in " + pd + `\vdibroker-data`, "the store in " + legacyAbs + ", the default before this release, is ignored", `--data-dir "` + legacyAbs + `"`, "rename or remove it"}},
+		{name: "windows new store only", goos: "windows", programData: pd, stores: []string{pd + `\vdibroker-data`},
+			wantDefault: pd + `\vdibroker-data`, wantDir: pd + `\vdibroker-data`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := dataDirDefault{
@@ -86,6 +86,11 @@ func TestDataDirDefault_RD1(t *testing.T) {
 			}
 			if got := d.dir(); got != tc.wantDefault {
 				t.Errorf("dir() = %q, want %q", got, tc.wantDefault)
+			}
+			// Never the agent's state directory, whose DACL `agent
+			// install` sets to SYSTEM and Administrators only.
+			if tc.programData != "" && d.dir() == defaultAgentStateDir(tc.goos, d.getenv) {
+				t.Errorf("dir() = %q, the agent's state directory", d.dir())
 			}
 			got, warning := d.resolve()
 			if got != tc.wantDir {
@@ -116,7 +121,7 @@ func TestDataDirFlagHelp_RD1(t *testing.T) {
 	}
 	win := dataDirDefault{goos: "windows", getenv: func(string) string { return `D:\Data` }}
 	def, usage := win.flag("the dir")
-	want := `the dir (default D:\Data\vdibroker, from %ProgramData%; ./vdibroker-data instead when that holds a store and D:\Data\vdibroker does not)`
+	want := `the dir (default D:\Data\vdibroker-data, from %ProgramData%; ./vdibroker-data instead when that holds a store and D:\Data\vdibroker-data does not)`
 	if def != "" || usage != want {
 		t.Errorf("windows: flag() = %q, %q; want \"\", %q", def, usage, want)
 	}

@@ -24,7 +24,7 @@ import (
 // (a protected DACL of the account, SYSTEM and Administrators is 0750; a
 // file made with its folder's entries 0644), so "private" below is
 // nothing for others in the mode.
-//   - Without --data-dir, serve, restore and backup take %ProgramData%\vdibroker,
+//   - Without --data-dir, serve, restore and backup take %ProgramData%\vdibroker-data,
 //     not the working directory's vdibroker-data (R-D1); a store only
 //     the old default holds is used, with a warning naming both; one
 //     both hold is the new default's, the old one named as ignored.
@@ -127,7 +127,7 @@ func TestDataDirDefaultWine(t *testing.T) {
 	}
 
 	cwd, pd := t.TempDir(), open(t)
-	data := filepath.Join(pd, "vdibroker")
+	data := filepath.Join(pd, "vdibroker-data")
 	t.Run("restore into the default", func(t *testing.T) {
 		out, code := run(t, cwd, pd, "restore", "--input", winPath(backup))
 		if code != 0 || !strings.Contains(out, "into "+winPath(data)+":") {
@@ -167,17 +167,17 @@ func TestDataDirDefaultWine(t *testing.T) {
 			t.Fatalf("backup without --data-dir beside an old store: exit %d, want 0 and a backup of ./vdibroker-data:\n%s", code, out)
 		}
 		want := "warning: using the store in " + winPath(filepath.Join(cwd, "vdibroker-data")) +
-			", the data dir's default before this release: the default is now " + winPath(filepath.Join(pd, "vdibroker"))
+			", the data dir's default before this release: the default is now " + winPath(filepath.Join(pd, "vdibroker-data"))
 		if !strings.Contains(out, want) {
 			t.Errorf("backup did not warn %q:\n%s", want, out)
 		}
-		if _, err := os.Stat(filepath.Join(pd, "vdibroker")); err == nil {
+		if _, err := os.Stat(filepath.Join(pd, "vdibroker-data")); err == nil {
 			t.Error("backup made the new default's data dir")
 		}
 	})
 	t.Run("old store, new default exists", func(t *testing.T) {
-		// %ProgramData%\vdibroker exists without a store (the agent's
-		// state directory): the warning moves the files, not the
+		// %ProgramData%\vdibroker-data exists without a store (an admin
+		// made it): the warning moves the files, not the
 		// directory, which move would put inside it.
 		cwd, pd := t.TempDir(), open(t)
 		legacy := filepath.Join(cwd, "vdibroker-data")
@@ -186,14 +186,14 @@ func TestDataDirDefaultWine(t *testing.T) {
 			t.Fatal(err)
 		}
 		old.Close()
-		if err := os.Mkdir(filepath.Join(pd, "vdibroker"), 0o700); err != nil {
+		if err := os.Mkdir(filepath.Join(pd, "vdibroker-data"), 0o700); err != nil {
 			t.Fatal(err)
 		}
 		out, code := run(t, cwd, pd, "backup", "--output", winPath(filepath.Join(t.TempDir(), "copy.db")))
 		if code != 0 || !strings.Contains(out, "backup of ./vdibroker-data written to") {
 			t.Fatalf("backup without --data-dir beside an old store: exit %d, want 0 and a backup of ./vdibroker-data:\n%s", code, out)
 		}
-		want := `(move "` + winPath(legacy) + `\*" "` + winPath(filepath.Join(pd, "vdibroker")) + `")`
+		want := `(move "` + winPath(legacy) + `\*" "` + winPath(filepath.Join(pd, "vdibroker-data")) + `")`
 		if !strings.Contains(out, want) {
 			t.Errorf("backup did not warn %q:\n%s", want, out)
 		}
@@ -202,7 +202,7 @@ func TestDataDirDefaultWine(t *testing.T) {
 		// The new default's is used, and the old one is named as
 		// ignored: it may be the store the broker served from.
 		cwd, pd := t.TempDir(), open(t)
-		legacy, data := filepath.Join(cwd, "vdibroker-data"), filepath.Join(pd, "vdibroker")
+		legacy, data := filepath.Join(cwd, "vdibroker-data"), filepath.Join(pd, "vdibroker-data")
 		for _, dir := range []string{legacy, data} {
 			st, err := store.Open(t.Context(), "", dir, nil)
 			if err != nil {
@@ -223,7 +223,7 @@ func TestDataDirDefaultWine(t *testing.T) {
 	})
 	t.Run("serve on the default", func(t *testing.T) {
 		cwd, pd := t.TempDir(), open(t)
-		data := filepath.Join(pd, "vdibroker")
+		data := filepath.Join(pd, "vdibroker-data")
 		out := serve(t, cwd, pd, data)
 		if want := "created the admin token in " + winPath(filepath.Join(data, "admin.token")); !strings.Contains(out, want) {
 			t.Errorf("serve without --data-dir did not say %q:\n%s", want, out)
@@ -247,7 +247,7 @@ func TestDataDirDefaultWine(t *testing.T) {
 		}
 		old.Close()
 		out := serve(t, cwd, pd, legacy)
-		want := "using the store in " + winPath(legacy) + ", the data dir's default before this release: the default is now " + winPath(filepath.Join(pd, "vdibroker"))
+		want := "using the store in " + winPath(legacy) + ", the data dir's default before this release: the default is now " + winPath(filepath.Join(pd, "vdibroker-data"))
 		// As the log's text handler quotes it.
 		if quoted := strings.Trim(strconv.Quote(want), `"`); !strings.Contains(out, `level=WARN msg="`+quoted) {
 			t.Errorf("serve beside an old store did not warn %q:\n%s", want, out)
@@ -255,7 +255,7 @@ func TestDataDirDefaultWine(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(legacy, "admin.token")); err != nil {
 			t.Errorf("serve did not use the old data dir: %v\n%s", err, out)
 		}
-		if _, err := os.Stat(filepath.Join(pd, "vdibroker")); err == nil {
+		if _, err := os.Stat(filepath.Join(pd, "vdibroker-data")); err == nil {
 			t.Error("serve made the new default's data dir")
 		}
 	})
