@@ -211,7 +211,8 @@ func New(cfg Config) (*Agent, error) {
 // Run registers the host (or reuses its saved credential) and heartbeats
 // until ctx ends; then it sends a last heartbeat saying it is shutting down
 // (R-H1 Shutdown) and returns nil. An unreachable or failing broker is
-// retried forever with backoff; Run returns an error only when retrying
+// retried forever with backoff, a registration answered 429 or 503 after
+// its Retry-After (registrationWait); Run returns an error only when retrying
 // cannot help: the broker refused both the credential and the registration
 // token, or refused the registration as invalid.
 func (a *Agent) Run(ctx context.Context) error {
