@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"strconv"
 	"strings"
@@ -155,5 +156,92 @@ func TestNewHostsPerTokenBound_RSEC(t *testing.T) {
 		if _, err := e.admin.Register(ctx, req(tok.Token, fmt.Sprintf("nh-later-%02d", i))); err != nil {
 			t.Fatalf("new host %d a minute later: %v", i+1, err)
 		}
+	}
+}
+
+// TestNewHostsPerTokenConcurrent_RSEC (R-SEC): registrations of new
+// hosts sent at once on one registration token, from more workers than
+// the store has connections, take exactly NewHostsPerTokenBurst hosts
+// while the clock stands still: a refusal spends no place of the token's
+// maxHosts (its transaction rolls back), and a maxHosts refusal spends
+// nothing of the bucket. Worked numbers: maxHosts = burst + 40; the
+// first wave of burst + 100 takes burst (500) hosts, 100 are 429. The
+// clock then moves 100 s (100 new hosts' worth): a second wave of 100
+// takes the token's last 40 places, the other 60 are refused for
+// maxHosts (Permission), none 429, as the token's count and its bucket
+// move in step.
+func TestNewHostsPerTokenConcurrent_RSEC(t *testing.T) {
+	e := newEnv(t)
+	e.clock.Freeze()
+	ctx := context.Background()
+	p := uniq("nhc")
+	e.pool(p, nil)
+	const extra = 100
+	const places = 40
+	tok, err := e.admin.CreateRegistrationToken(ctx, p, vdibroker.RegistrationTokenRequest{MaxHosts: vhttp.NewHostsPerTokenBurst + places})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// wave registers n new hosts named prefix-i from 24 workers at once
+	// and counts the answers by error code ("" for a host registered).
+	wave := func(prefix string, n int) map[string]int {
+		t.Helper()
+		got := map[string]int{}
+		var mu sync.Mutex
+		work := make(chan int)
+		var wg sync.WaitGroup
+		for range 24 {
+			wg.Go(func() {
+				for i := range work {
+					name := fmt.Sprintf("%s-%04d", prefix, i)
+					_, err := e.admin.Register(ctx, &vdibroker.RegisterRequest{Token: tok.Token, HostName: name, Address: name + ".example.test:3389"})
+					code := vdibroker.ErrorCode(err)
+					if err == nil {
+						code = ""
+					}
+					mu.Lock()
+					got[code]++
+					mu.Unlock()
+					if code != "" && code != vdibroker.ETooManyRequests && code != vdibroker.EPermission {
+						t.Errorf("%s: %v", name, err)
+					}
+				}
+			})
+		}
+		for i := range n {
+			work <- i
+		}
+		close(work)
+		wg.Wait()
+		return got
+	}
+	count := func() (hosts, registered int) {
+		t.Helper()
+		list, err := e.admin.ListSessionHosts(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tokens, err := e.admin.ListRegistrationTokens(ctx, p)
+		if err != nil || len(tokens) != 1 {
+			t.Fatalf("registration tokens: %+v, %v", tokens, err)
+		}
+		return len(list), tokens[0].Hosts
+	}
+
+	got := wave("first", vhttp.NewHostsPerTokenBurst+extra)
+	if want := map[string]int{"": vhttp.NewHostsPerTokenBurst, vdibroker.ETooManyRequests: extra}; !maps.Equal(got, want) {
+		t.Errorf("first wave of %d at once: answers by code %v, want %v", vhttp.NewHostsPerTokenBurst+extra, got, want)
+	}
+	if hosts, registered := count(); hosts != vhttp.NewHostsPerTokenBurst || registered != vhttp.NewHostsPerTokenBurst {
+		t.Errorf("after the first wave: %d hosts, the token counts %d; want %d and %d", hosts, registered, vhttp.NewHostsPerTokenBurst, vhttp.NewHostsPerTokenBurst)
+	}
+
+	e.clock.Advance(extra * time.Minute / vhttp.NewHostsPerTokenPerMinute)
+	got = wave("second", extra)
+	if want := map[string]int{"": places, vdibroker.EPermission: extra - places}; !maps.Equal(got, want) {
+		t.Errorf("second wave of %d at once, %d places left: answers by code %v, want %v", extra, places, got, want)
+	}
+	if hosts, registered := count(); hosts != vhttp.NewHostsPerTokenBurst+places || registered != vhttp.NewHostsPerTokenBurst+places {
+		t.Errorf("after the second wave: %d hosts, the token counts %d; want %d", hosts, registered, vhttp.NewHostsPerTokenBurst+places)
 	}
 }

@@ -114,6 +114,7 @@ func TestPostgresSuite(t *testing.T) {
 		{"HostCredentialReach_RSEC", TestHostCredentialReach_RSEC},
 		{"ReKeyBound_RSEC", TestReKeyBound_RSEC},
 		{"NewHostsPerTokenBound_RSEC", TestNewHostsPerTokenBound_RSEC},
+		{"NewHostsPerTokenConcurrent_RSEC", TestNewHostsPerTokenConcurrent_RSEC},
 	} {
 		t.Run(tc.name, tc.fn)
 	}
