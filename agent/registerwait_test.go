@@ -188,3 +188,62 @@ func TestRegistrationWait(t *testing.T) {
 		}
 	}
 }
+
+// TestRegistrationWaitEndsOnStop_RSEC (R-SEC): an agent told to wait
+// (429 with a Retry-After of an hour, here from the broker's stand-in)
+// waits maxRegistrationWait, not the hour and not a moment less, sends
+// nothing while it waits (one registration a wait: no spinning), and
+// returns nil at once when it is stopped in the middle of a wait (the
+// Windows service's Stop cancels Run's context).
+func TestRegistrationWaitEndsOnStop_RSEC(t *testing.T) {
+	b := newFakeBroker(t)
+	b.locked(func() { b.throttle = "3600" })
+	clk := clocktesting.NewFakeClock(time.Now())
+	a := newTestAgent(t, Config{Server: b.srv.URL, Clock: clk})
+	ctx, stop := context.WithCancel(t.Context())
+	defer stop()
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	calls := func() (n int) {
+		b.locked(func() { n = b.registerCalls })
+		return n
+	}
+	waitFor(t, "the agent to wait after the first 429", clk.HasWaiters)
+	if n := calls(); n != 1 {
+		t.Fatalf("%d registrations before the first wait, want 1", n)
+	}
+	clk.Step(maxRegistrationWait - time.Millisecond)
+	if !clk.HasWaiters() || calls() != 1 {
+		t.Fatalf("a moment before %s: waiting %v, %d registrations; want still waiting after 1", maxRegistrationWait, clk.HasWaiters(), calls())
+	}
+	clk.Step(time.Millisecond)
+	waitFor(t, "the second registration, then its wait", func() bool { return calls() == 2 && clk.HasWaiters() })
+	stop()
+	waitFor(t, "Run to return once stopped in a wait", func() bool { return len(done) > 0 })
+	if err := <-done; err != nil {
+		t.Errorf("Run = %v after a stop in a wait, want nil", err)
+	}
+	if n := calls(); n != 2 {
+		t.Errorf("%d registrations, want 2 (one a wait)", n)
+	}
+}
+
+// TestRegistrationRefusedAfterWaitIsFatal_RSEC (R-SEC): a wait the
+// broker asked for changes nothing of what cannot be retried: the
+// registration after it, refused because the token is no longer valid,
+// ends Run with the broker's answer, as before any wait.
+func TestRegistrationRefusedAfterWaitIsFatal_RSEC(t *testing.T) {
+	b := newFakeBroker(t)
+	b.locked(func() { b.throttle = "1" })
+	clk := clocktesting.NewFakeClock(time.Now())
+	a := newTestAgent(t, Config{Server: b.srv.URL, Clock: clk})
+	done := make(chan error, 1)
+	go func() { done <- a.Run(t.Context()) }()
+	waitFor(t, "the agent to wait after the 429", clk.HasWaiters)
+	b.locked(func() { b.throttle, b.tokenValid = "", false })
+	clk.Step(time.Second)
+	waitFor(t, "Run to return after the refusal", func() bool { return len(done) > 0 })
+	if err := <-done; !errors.Is(err, errFatal) || vdibroker.ErrorCode(err) != vdibroker.EUnauthenticated {
+		t.Errorf("Run = %v, want the broker's Unauthenticated answer, fatal", err)
+	}
+}
