@@ -24,7 +24,7 @@ import (
 // Duration, their first heartbeats spread evenly over the first interval.
 type HeartbeatConfig struct {
 	Server          string // broker base URL
-	Token           string // admin or Contributor token: creates the pool and the registration token
+	Token           string // admin or Contributor token: creates the pool and the registration tokens
 	HostPool        string
 	Hosts           int
 	SessionsPerHost int
