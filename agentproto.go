@@ -96,6 +96,15 @@ type RegisterRequest struct {
 	// current credential, or after an admin reset its registration
 	// (R-SEC: a registration token cannot take over a host).
 	CurrentCredentialHash string `json:"-"`
+	// AdmitNewHost, set by the server, is asked by the store within the
+	// registration's transaction when the registration would create a
+	// host (a name new to the token's pool, within the token's
+	// maxHosts), with the token's id; an error refuses the registration
+	// and nothing is written (R-SEC: the new hosts a token registers are
+	// bounded by rate). A retried transaction may ask it again. A
+	// re-key, a claim of a host an admin created and a registration
+	// after an admin's reset create no host and never ask it.
+	AdmitNewHost func(tokenID string) error `json:"-"`
 }
 
 // RegisterResponse answers a registration: the host credential is shown once.

@@ -294,7 +294,9 @@ type Store interface {
 	// pool with credentialHash, or re-keys it when req carries the host's
 	// current credential or its registration was reset (else Conflict: a
 	// token cannot take over a registered host), and returns the host. A
-	// host deleted after the token was issued is refused (Conflict).
+	// host deleted after the token was issued is refused (Conflict). A
+	// host it would create is first admitted by req.AdmitNewHost, when
+	// set, whose error refuses the registration.
 	RegisterHost(ctx context.Context, tokenHash string, req *RegisterRequest, credentialHash string, now time.Time) (*SessionHost, error)
 	// HostByCredential finds the host a credential hash belongs to
 	// (Unauthenticated when none).

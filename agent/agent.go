@@ -13,6 +13,8 @@ import (
 	"time"
 	"unicode"
 
+	"k8s.io/utils/clock"
+
 	"github.com/vdibroker/vdibroker"
 )
 
@@ -31,6 +33,10 @@ const (
 	// rememberedCommands bounds the ids of commands already carried out, so
 	// a command delivered twice runs once.
 	rememberedCommands = 1000
+	// maxRegistrationWait bounds a wait between registrations the broker
+	// asked for (429 or 503 with Retry-After): an agent registers at
+	// least this often while it is told to wait.
+	maxRegistrationWait = 5 * time.Minute
 )
 
 // Config is an agent's configuration. Server, HostName and Address are
@@ -80,6 +86,9 @@ type Config struct {
 	Rand *rand.Rand
 	// BackoffBase and BackoffMax bound retry delays (1 s, 1 min).
 	BackoffBase, BackoffMax time.Duration
+	// Clock times the waits between registrations (nil: the real
+	// clock).
+	Clock clock.Clock
 }
 
 // Agent is one host's agent. Run it with Run.
@@ -183,6 +192,9 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.BackoffMax < cfg.BackoffBase {
 		cfg.BackoffMax = max(defaultBackoffMax, cfg.BackoffBase)
 	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
 	return &Agent{
 		cfg:             cfg,
 		registry:        registry,
@@ -199,7 +211,8 @@ func New(cfg Config) (*Agent, error) {
 // Run registers the host (or reuses its saved credential) and heartbeats
 // until ctx ends; then it sends a last heartbeat saying it is shutting down
 // (R-H1 Shutdown) and returns nil. An unreachable or failing broker is
-// retried forever with backoff; Run returns an error only when retrying
+// retried forever with backoff, a registration answered 429 or 503 after
+// its Retry-After (registrationWait); Run returns an error only when retrying
 // cannot help: the broker refused both the credential and the registration
 // token, or refused the registration as invalid.
 func (a *Agent) Run(ctx context.Context) error {
@@ -339,20 +352,48 @@ func (a *Agent) register(ctx context.Context, renew bool) error {
 			a.log.Info("host registered", "hostPool", resp.HostPool, "hostName", resp.HostName)
 			return nil
 		}
-		if apiError(err) {
+		wait, waitingFor := registrationWait(err, &retry)
+		switch {
+		case waitingFor != "":
+			// Told to wait (a token's new hosts past the broker's bound,
+			// R-SEC; a broker without its database): one line a wait.
+			a.log.Warn(waitingFor, "server", a.cfg.Server, "wait", wait.Round(time.Millisecond).String(), "err", err)
+		case apiError(err):
 			// The broker answered and said no: the token is invalid or
 			// expired, or a field is wrong. Retrying the same call cannot help.
 			return fmt.Errorf("%w: %w", errFatal, err)
+		default:
+			a.setLink("unreachable", "broker unreachable; retrying registration with backoff", err)
 		}
-		a.setLink("unreachable", "broker unreachable; retrying registration with backoff", err)
-		t := time.NewTimer(retry.next())
+		t := a.cfg.Clock.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return ctx.Err()
-		case <-t.C:
+		case <-t.C():
 		}
 	}
+}
+
+// registrationWait is how long the agent waits after a registration that
+// failed with err before it registers again, and, when the broker asked
+// it to wait (429, 503), what it waits for. A 429 or 503 waits for its
+// Retry-After, or longer as the retry's backoff grows (a fleet told to
+// wait together does not come back together), but never more than
+// maxRegistrationWait; anything else the backoff's next step (an API
+// refusal other than these is fatal: the caller stops).
+func registrationWait(err error, retry *backoff) (time.Duration, string) {
+	var e *vdibroker.Error
+	var te *transportError
+	switch {
+	case errors.As(err, &e) && e.Code == vdibroker.ETooManyRequests:
+		return min(max(e.RetryAfter, retry.next()), maxRegistrationWait),
+			"broker takes no more new hosts of this registration token for now; waiting to register again"
+	case errors.As(err, &te) && (te.status == http.StatusTooManyRequests || te.status == http.StatusServiceUnavailable):
+		return min(max(te.retryAfter, retry.next()), maxRegistrationWait),
+			fmt.Sprintf("broker answered %d to the registration; waiting to register again", te.status)
+	}
+	return retry.next(), ""
 }
 
 // heartbeat sends one heartbeat and carries out the commands of the answer.

@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/vdibroker/vdibroker"
 )
@@ -86,7 +88,11 @@ func (c *Client) post(ctx context.Context, path, credential string, in, out any)
 		return fmt.Errorf("read answer: %w", err)
 	}
 	if res.StatusCode/100 != 2 {
-		return decodeError(res.StatusCode, data)
+		err := decodeError(res.StatusCode, data)
+		if res.StatusCode == http.StatusTooManyRequests || res.StatusCode == http.StatusServiceUnavailable {
+			withRetryAfter(err, retryAfter(res.Header.Get("Retry-After")))
+		}
+		return err
 	}
 	if err := json.Unmarshal(data, out); err != nil {
 		return fmt.Errorf("decode answer (HTTP %d): %w", res.StatusCode, err)
@@ -118,6 +124,38 @@ func decodeError(status int, data []byte) error {
 type transportError struct {
 	status int
 	body   string
+	// retryAfter is a 429's or a 503's Retry-After (0: none).
+	retryAfter time.Duration
+}
+
+// maxRetryAfter bounds the Retry-After the agent takes from an answer:
+// the broker asks for seconds; a longer wait, whatever a server or a
+// proxy says, is cut to maxRegistrationWait anyway.
+const maxRetryAfter = time.Hour
+
+// retryAfter is a Retry-After header's delay-seconds (the form the broker
+// sends), 0 when absent, malformed, not above 0 or above maxRetryAfter.
+func retryAfter(v string) time.Duration {
+	if v == "" || len(v) > 5 || v[0] == '+' {
+		return 0
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 || time.Duration(n)*time.Second > maxRetryAfter {
+		return 0
+	}
+	return time.Duration(n) * time.Second
+}
+
+// withRetryAfter keeps d as err's Retry-After, err being decodeError's.
+func withRetryAfter(err error, d time.Duration) {
+	var e *vdibroker.Error
+	var te *transportError
+	switch {
+	case errors.As(err, &e):
+		e.RetryAfter = d
+	case errors.As(err, &te):
+		te.retryAfter = d
+	}
 }
 
 func (e *transportError) Error() string {

@@ -28,6 +28,10 @@ type fakeBroker struct {
 	heartbeats    []vdibroker.HeartbeatRequest
 	heartbeatCred []string
 	failNext      int // answer this many calls (of any kind) with 503
+	// throttle, when set, answers every registration 429 TooManyRequests
+	// with this Retry-After, as the broker past a token's new hosts.
+	throttle      string
+	registerCalls int // registrations received, answered or not
 	commands      []vdibroker.Command
 	settings      vdibroker.AgentSettings
 	nextCred      int
@@ -62,7 +66,13 @@ func (b *fakeBroker) failing(w http.ResponseWriter) bool {
 func (b *fakeBroker) register(w http.ResponseWriter, r *http.Request) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.registerCalls++
 	if b.failing(w) {
+		return
+	}
+	if b.throttle != "" {
+		w.Header().Set("Retry-After", b.throttle)
+		writeError(w, vdibroker.ETooManyRequests, "registration token registers new session hosts faster than the broker takes them")
 		return
 	}
 	var req vdibroker.RegisterRequest

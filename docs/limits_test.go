@@ -58,6 +58,18 @@ func TestDocsStateTheBounds(t *testing.T) {
 			fmt.Sprintf("registers its name; %d MiB at most (`maxReportBytes`", outage.MaxReportBytes>>20)},
 		{"re-keys per host", "behaviour.md",
 			fmt.Sprintf("current credential): %d at once, then %d a minute", vdihttp.ReKeysPerHost, vdihttp.ReKeysPerHost)},
+		// 500, 60: "500 at once, then 60 a minute (one a second), per
+		// replica" (R-SEC).
+		{"new hosts per registration token (reference)", "behaviour.md",
+			fmt.Sprintf("per registration token** (a `POST /agent/register` that creates a host, `maxHosts` 0 or not): %d at once, then %d a minute", vdihttp.NewHostsPerTokenBurst, vdihttp.NewHostsPerTokenPerMinute)},
+		{"new hosts per registration token (error codes)", "behaviour.md",
+			fmt.Sprintf("new hosts of one registration token past %d at once and %d a minute", vdihttp.NewHostsPerTokenBurst, vdihttp.NewHostsPerTokenPerMinute)},
+		{"new hosts per registration token (agent)", "agent.md",
+			fmt.Sprintf("(the token has registered %d new hosts at once, and takes %d a minute past them", vdihttp.NewHostsPerTokenBurst, vdihttp.NewHostsPerTokenPerMinute)},
+		{"new hosts per registration token (operations)", "operations.md",
+			fmt.Sprintf("A token registers at most %d new hosts at once, then %d a minute, on each replica", vdihttp.NewHostsPerTokenBurst, vdihttp.NewHostsPerTokenPerMinute)},
+		{"new hosts per registration token (README)", "../README.md",
+			fmt.Sprintf("any token registers at most %d new hosts at once, then %d a minute", vdihttp.NewHostsPerTokenBurst, vdihttp.NewHostsPerTokenPerMinute)},
 		{"gateway token TTL", "gateway.md",
 			fmt.Sprintf("| `--gateway-token-ttl` | %s |", shortDuration(vdibroker.DefaultGatewayTokenTTL.String()))},
 	} {

@@ -56,6 +56,7 @@ func (s *Server) register(w nethttp.ResponseWriter, r *nethttp.Request) error {
 			return err
 		}
 	}
+	req.AdmitNewHost = s.newHostAdmission()
 	resp, err := s.svc.Hosts.RegisterHost(r.Context(), req)
 	if err != nil {
 		return err
@@ -81,6 +82,26 @@ func (s *Server) spendReKey(r *nethttp.Request, req *vdibroker.RegisterRequest) 
 			host.Name, ReKeysPerHost), ReKeysPerHost/60.0)
 	}
 	return nil
+}
+
+// newHostAdmission is a registration's RegisterRequest.AdmitNewHost: the
+// host it would create spends one of its token's new hosts (R-SEC,
+// NewHostsPerTokenBurst, NewHostsPerTokenPerMinute), 429 once they are
+// spent. A transaction the store runs again spends none again.
+func (s *Server) newHostAdmission() func(tokenID string) error {
+	spent := false
+	return func(tokenID string) error {
+		if spent {
+			return nil
+		}
+		if !s.newHosts.Spend(tokenID, s.now()) {
+			return throttled(fmt.Sprintf("registration token %s registers new session hosts faster than %d at once, then %d a minute "+
+				"(each agent waits and registers again; to bring up more hosts at once, give them more registration tokens)",
+				tokenID, NewHostsPerTokenBurst, NewHostsPerTokenPerMinute), NewHostsPerTokenPerMinute/60.0)
+		}
+		spent = true
+		return nil
+	}
 }
 
 // heartbeat is POST /agent/heartbeat with the host credential: applied to

@@ -89,9 +89,16 @@ func fixture(b *testing.B, n int) *benchFixture {
 	if _, err := c.PutHostPool(ctx, pool, map[string]any{"heartbeatTimeoutSeconds": 3600}); err != nil {
 		b.Fatal(err)
 	}
-	rt, err := c.CreateRegistrationToken(ctx, pool, vhttp.RegistrationTokenRequest{})
-	if err != nil {
-		b.Fatal(err)
+	// A token for every 250 new hosts: the broker takes a token's
+	// NewHostsPerTokenBurst at once, then a second each (R-SEC).
+	perToken := vhttp.NewHostsPerTokenBurst / 2
+	tokens := make([]string, (n+perToken-1)/perToken)
+	for i := range tokens {
+		rt, err := c.CreateRegistrationToken(ctx, pool, vhttp.RegistrationTokenRequest{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		tokens[i] = rt.Token
 	}
 	work := make(chan int)
 	var wg sync.WaitGroup
@@ -102,7 +109,7 @@ func fixture(b *testing.B, n int) *benchFixture {
 			defer wg.Done()
 			for i := range work {
 				name := fmt.Sprintf("h%05d", i)
-				reg, err := c.Register(ctx, &vdibroker.RegisterRequest{Token: rt.Token, HostName: name, Address: name + ":3389"})
+				reg, err := c.Register(ctx, &vdibroker.RegisterRequest{Token: tokens[i/perToken], HostName: name, Address: name + ":3389"})
 				if err == nil {
 					_, err = c.Heartbeat(ctx, reg.Credential, &vdibroker.HeartbeatRequest{})
 				}

@@ -113,6 +113,8 @@ func TestPostgresSuite(t *testing.T) {
 		{"RegistrationTokenReach_RSEC", TestRegistrationTokenReach_RSEC},
 		{"HostCredentialReach_RSEC", TestHostCredentialReach_RSEC},
 		{"ReKeyBound_RSEC", TestReKeyBound_RSEC},
+		{"NewHostsPerTokenBound_RSEC", TestNewHostsPerTokenBound_RSEC},
+		{"NewHostsPerTokenConcurrent_RSEC", TestNewHostsPerTokenConcurrent_RSEC},
 	} {
 		t.Run(tc.name, tc.fn)
 	}

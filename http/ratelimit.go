@@ -31,6 +31,20 @@ import (
 //     fast as the server answers. The agent never re-keys with its
 //     credential (it registers with its token alone, after an admin reset
 //     its registration too), so no agent is refused for it.
+//   - New hosts per registration token (NewHostsPerTokenBurst at once,
+//     then NewHostsPerTokenPerMinute a minute): a registration that
+//     would create a host spends its token's bucket, asked by the store
+//     once the token, the name and maxHosts are checked
+//     (RegisterRequest.AdmitNewHost). A token with maxHosts 0 registers
+//     any number of hosts, and sits on golden images: each new host is
+//     a row, an audit entry and a log line, and its holder could create
+//     them as fast as the server answers. The burst takes a golden
+//     image's hundreds of clones at once; past it the agent waits for
+//     Retry-After and registers again. Re-keys (bounded above), claims
+//     of hosts an admin created and registrations after an admin's
+//     reset create no host and spend nothing. The bucket is the token's
+//     id, made only once the token is found valid, so a caller without
+//     one makes none.
 //   - Sign-ins (POST /signin) per principal (SigninsPerPrincipal a
 //     minute, as many at once): each is an audit entry, and any
 //     principal, a User token too, may call it.
@@ -110,6 +124,14 @@ const (
 	// ReKeysPerHost is how many re-keys of one host (a registration with
 	// its current credential) are taken at once, and how many a minute.
 	ReKeysPerHost = 3
+	// NewHostsPerTokenBurst is how many new hosts one registration
+	// token registers at once: a golden image's clones brought up
+	// together, hundreds of them, are not refused.
+	NewHostsPerTokenBurst = 500
+	// NewHostsPerTokenPerMinute is how many new hosts one registration
+	// token registers a minute past its burst (one a second): more than
+	// a hypervisor clones, far fewer rows than a loop of requests writes.
+	NewHostsPerTokenPerMinute = 60
 )
 
 // lineBudget is a token bucket of log lines that counts what it drops.

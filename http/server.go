@@ -110,6 +110,9 @@ type Server struct {
 	// reKeys bounds the re-keys of a host (ReKeysPerHost), by pool and
 	// host name.
 	reKeys *ratelimit.Keyed
+	// newHosts bounds the hosts a registration token creates
+	// (NewHostsPerTokenBurst, NewHostsPerTokenPerMinute), by token id.
+	newHosts *ratelimit.Keyed
 	// refusedLines bounds the access log lines of the requests of
 	// callers that proved no credential (R-SEC).
 	refusedLines *lineBudget
@@ -138,6 +141,7 @@ func NewServer(cfg Config) *Server {
 		globalLists:    ratelimit.New(GlobalSessionListsPerPrincipal/60.0, GlobalSessionListsPerPrincipal),
 		podDocuments:   ratelimit.New(PodDocumentsPerPod/60.0, PodDocumentsPerPod),
 		reKeys:         ratelimit.New(ReKeysPerHost/60.0, ReKeysPerHost),
+		newHosts:       ratelimit.New(NewHostsPerTokenPerMinute/60.0, NewHostsPerTokenBurst),
 		refusedLines:   newLineBudget(RefusedLogLinesPerSecond, RefusedLogLineBurst),
 	}
 	if s.log == nil {

@@ -24,7 +24,7 @@ import (
 // Duration, their first heartbeats spread evenly over the first interval.
 type HeartbeatConfig struct {
 	Server          string // broker base URL
-	Token           string // admin or Contributor token: creates the pool and the registration token
+	Token           string // admin or Contributor token: creates the pool and the registration tokens
 	HostPool        string
 	Hosts           int
 	SessionsPerHost int
@@ -181,12 +181,12 @@ func Heartbeat(ctx context.Context, cfg HeartbeatConfig) (*HeartbeatResult, erro
 		return nil, err
 	}
 	res.PoolCreated = created
-	regToken, err := registrationToken(ctx, client, poolURL, cfg.Token)
+	regTokens, err := registrationTokens(ctx, client, poolURL, cfg.Token, cfg.Hosts)
 	if err != nil {
 		return nil, err
 	}
 	start := time.Now()
-	hosts, regOutcomes := registerHosts(ctx, client, api, poolURL, regToken, cfg)
+	hosts, regOutcomes := registerHosts(ctx, client, api, poolURL, regTokens, cfg)
 	res.RegisterElapsed = time.Since(start)
 	res.RegisterErrors = countErrors(regOutcomes)
 	if err := ctx.Err(); err != nil {
@@ -231,6 +231,27 @@ func ensurePool(ctx context.Context, client *http.Client, poolURL, token string)
 	return true, nil
 }
 
+// hostsPerToken is how many new hosts a run registers with one
+// registration token: the broker takes 500 new hosts of a token at once,
+// then 60 a minute (R-SEC, http.NewHostsPerTokenBurst), so a run of
+// 10,000 hosts gives them a token every 250, as an admin bringing up more
+// hosts at once than a token's burst gives them more tokens.
+const hostsPerToken = 250
+
+// registrationTokens gets the one-hour registration tokens of the pool
+// that n new hosts need, hostsPerToken each.
+func registrationTokens(ctx context.Context, client *http.Client, poolURL, token string, n int) ([]string, error) {
+	out := make([]string, 0, (n+hostsPerToken-1)/hostsPerToken)
+	for range max(cap(out), 1) {
+		t, err := registrationToken(ctx, client, poolURL, token)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
 // registrationToken gets a one-hour registration token of the pool.
 func registrationToken(ctx context.Context, client *http.Client, poolURL, token string) (string, error) {
 	body, _ := json.Marshal(map[string]int{"expiresInSeconds": vdibroker.MinRegistrationTokenSeconds})
@@ -247,10 +268,10 @@ func registrationToken(ctx context.Context, client *http.Client, poolURL, token 
 	return rt.Token, nil
 }
 
-// registerHosts registers cfg.Hosts hosts from cfg.Concurrency workers and
-// returns the ones that got a credential, in host order, and every
-// registration's outcome.
-func registerHosts(ctx context.Context, client *http.Client, api, poolURL, regToken string, cfg HeartbeatConfig) ([]agentHost, []outcome) {
+// registerHosts registers cfg.Hosts hosts from cfg.Concurrency workers,
+// host i with regTokens[i/hostsPerToken], and returns the ones that got a
+// credential, in host order, and every registration's outcome.
+func registerHosts(ctx context.Context, client *http.Client, api, poolURL string, regTokens []string, cfg HeartbeatConfig) ([]agentHost, []outcome) {
 	endpoint := api + "/agent/register"
 	width := len(strconv.Itoa(cfg.Hosts))
 	all := make([]agentHost, cfg.Hosts)
@@ -266,7 +287,7 @@ func registerHosts(ctx context.Context, client *http.Client, api, poolURL, regTo
 				}
 				h := agentHost{name: fmt.Sprintf("%s%0*d", cfg.HostPrefix, width, i+1)}
 				body, _ := json.Marshal(vdibroker.RegisterRequest{
-					Token:    regToken,
+					Token:    regTokens[min(i/hostsPerToken, len(regTokens)-1)],
 					HostName: h.name,
 					// A private address per host; the broker never dials it.
 					Address: fmt.Sprintf("10.%d.%d.%d:3389", i>>16&255, i>>8&255, i&255),

@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/vdibroker/vdibroker"
+	vhttp "github.com/vdibroker/vdibroker/http"
 	"github.com/vdibroker/vdibroker/internal/testserver"
 	"github.com/vdibroker/vdibroker/store"
 )
@@ -226,5 +227,41 @@ func TestHeartbeatValidate(t *testing.T) {
 				t.Errorf("error field %q (%v), want %q", got, c.Validate(), tt.field)
 			}
 		})
+	}
+}
+
+// TestHeartbeatRegistersPastOneTokensBurst (R-SEC): a run of more hosts
+// than one registration token takes at once (vhttp.NewHostsPerTokenBurst)
+// registers every one of them, on a broker whose clock stands still so
+// that no new host of a token is taken past its burst: the run gives
+// the hosts a token every hostsPerToken (501 hosts: 3 tokens of 250,
+// 250 and 1).
+func TestHeartbeatRegistersPastOneTokensBurst(t *testing.T) {
+	st, err := store.Open(t.Context(), "", t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	frozen := time.Now()
+	srv := testserver.New(testserver.Config{Store: st, AdminToken: testAdmin, Now: func() time.Time { return frozen }})
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() {
+		ts.Close()
+		srv.Close()
+		st.Close()
+	})
+	n := vhttp.NewHostsPerTokenBurst + 1
+	res, err := Heartbeat(t.Context(), HeartbeatConfig{
+		Server: ts.URL, Token: testAdmin, HostPool: "burst pool", Hosts: n,
+		Interval: time.Second, Duration: time.Second, Concurrency: 8, Grace: time.Minute,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Hosts != n || len(res.RegisterErrors) != 0 {
+		t.Errorf("%d hosts registered, errors %v; want %d and none", res.Hosts, res.RegisterErrors, n)
+	}
+	tokens := getList[vdibroker.RegistrationToken](t, ts.URL+"/api/v1/hostpools/burst%20pool/registrationtokens")
+	if len(tokens) != 3 {
+		t.Errorf("%d registration tokens, want 3 (one per %d hosts)", len(tokens), hostsPerToken)
 	}
 }

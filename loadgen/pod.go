@@ -345,11 +345,11 @@ func seedOpen(ctx context.Context, cfg PodConfig, res *PodResult, pools []*podPo
 		if o, _ := send(ctx, client, http.MethodPut, poolURL, cfg.Token, body); o.code != "" {
 			return fmt.Errorf("create pool %s: %s", p.name, describeOutcome(o))
 		}
-		regToken, err := registrationToken(ctx, client, poolURL, cfg.Token)
+		regTokens, err := registrationTokens(ctx, client, poolURL, cfg.Token, p.hostCount)
 		if err != nil {
 			return err
 		}
-		hosts, outs := registerHosts(ctx, client, api, poolURL, regToken, HeartbeatConfig{
+		hosts, outs := registerHosts(ctx, client, api, poolURL, regTokens, HeartbeatConfig{
 			Hosts: p.hostCount, HostPrefix: p.hostPrefix, Concurrency: cfg.AgentConcurrency, Token: cfg.Token,
 		})
 		if errs := countErrors(outs); len(errs) > 0 {

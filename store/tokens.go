@@ -248,6 +248,13 @@ func (s *DB) RegisterHost(ctx context.Context, tokenHash string, req *vdibroker.
 			if n == 0 {
 				return vdibroker.Errorf(vdibroker.EPermission, "registration token %s has registered its %s (maxHosts); issue a new one", tokenID, vdibroker.Plural(maxHosts, "host"))
 			}
+			// Last of the checks, so a refusal above says why before a
+			// rate does; its error rolls the count back (R-SEC).
+			if req.AdmitNewHost != nil {
+				if err := req.AdmitNewHost(tokenID); err != nil {
+					return err
+				}
+			}
 			if _, err := t.exec(ctx, `DELETE FROM deleted_hosts WHERE host_pool = ? AND `+hostNameKeySQL+` = ?`, pool, vdibroker.HostNameKey(req.HostName)); err != nil {
 				return err
 			}

@@ -507,11 +507,16 @@ func seedBenchPod(ctx context.Context, p *fedBenchPod, hosts, perPod int) error 
 		"maxSessionLimit": 999999, "heartbeatTimeoutSeconds": vdibroker.MaxHeartbeatTimeoutSeconds}); err != nil {
 		return fmt.Errorf("pod %s: pool: %w", p.name, err)
 	}
-	rt, err := p.api.CreateRegistrationToken(ctx, fedBenchPool, vhttp.RegistrationTokenRequest{})
-	if err != nil {
-		return fmt.Errorf("pod %s: registration token: %w", p.name, err)
-	}
+	var rt *vhttp.RegistrationTokenResponse
 	for h := range hosts {
+		// A token for every 250 new hosts: the broker takes a token's
+		// NewHostsPerTokenBurst at once, then a second each (R-SEC).
+		if h%(vhttp.NewHostsPerTokenBurst/2) == 0 {
+			var err error
+			if rt, err = p.api.CreateRegistrationToken(ctx, fedBenchPool, vhttp.RegistrationTokenRequest{}); err != nil {
+				return fmt.Errorf("pod %s: registration token: %w", p.name, err)
+			}
+		}
 		name := fmt.Sprintf("%s-h%03d", p.name, h+1)
 		reg, err := p.api.Register(ctx, &vdibroker.RegisterRequest{Token: rt.Token, HostName: name, Address: name + ":3389"})
 		if err == nil {

@@ -33,7 +33,8 @@ func newBenchHeartbeatCmd() *cobra.Command {
 		Short: "Register N agents and send their heartbeats with S sessions each; print handled rate, latency and the broker's memory",
 		Long: `heartbeat is the host agents' load on a broker, to check its memory bound. It
 creates the host pool if it is absent (maxSessionLimit 999999), gets a
-registration token, registers --hosts hosts (named --host-prefix plus a
+registration token for every 250 hosts (the broker takes 500 new hosts of
+a token at once, then 60 a minute), registers --hosts hosts (named --host-prefix plus a
 number; a name an earlier run registered is reset and registered again, so runs can repeat), then
 for --duration sends each host's heartbeat every --interval, the hosts'
 heartbeats spread evenly over the interval, from at most --concurrency
