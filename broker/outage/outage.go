@@ -456,6 +456,30 @@ func (m *Mode) ForgetPool(pool string) {
 	m.held.forget(func(k hostKey) bool { return k.pool == pool })
 }
 
+// HostsRead forgets the reports of pool's hosts that a read of the store
+// begun at begun found gone: hosts are all the pool's hosts then (none:
+// the pool is gone). A report taken before begun of a host not among
+// them (deleted through another replica), or made again after the
+// report (deleted and registered again under its name: a new machine),
+// is the old machine's word (R-SEC), which this server otherwise kept
+// until the host's next heartbeat here or a day. A report taken since
+// the read began is kept: the read may have missed its host's
+// registration. The poolview calls it at each read of a pool's hosts
+// (poolview.Config.HostsRead).
+func (m *Mode) HostsRead(pool string, hosts []*vdibroker.SessionHost, begun time.Time) {
+	created := make(map[string]time.Time, len(hosts))
+	for _, h := range hosts {
+		created[h.Name] = h.CreateTime
+	}
+	m.reports.forgetTaken(func(k hostKey, at time.Time) bool {
+		if k.pool != pool || !at.Before(begun) {
+			return false
+		}
+		c, ok := created[k.host]
+		return !ok || at.Before(c)
+	})
+}
+
 // State is the size of what a Mode holds of its hosts' reports.
 type State struct {
 	// ReportedHosts is how many hosts' last reports are kept, and
@@ -647,6 +671,17 @@ func (r *reports) forget(match func(hostKey) bool) {
 	defer r.mu.Unlock()
 	for k := range r.m {
 		if match(k) {
+			r.drop(k)
+		}
+	}
+}
+
+// forgetTaken drops the reports that match, by host and when taken.
+func (r *reports) forgetTaken(match func(k hostKey, at time.Time) bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for k, hr := range r.m {
+		if match(k, hr.at) {
 			r.drop(k)
 		}
 	}
