@@ -446,13 +446,13 @@ func (m *Mode) Report(pool, host string, sessions []vdibroker.AgentSession, now 
 // admin reset (a new machine takes its name), takes them with it (R-SEC):
 // they are the old machine's word.
 func (m *Mode) Forget(pool, host string) {
-	m.reports.forget(func(k hostKey) bool { return k == hostKey{pool, host} })
+	m.reports.forget(hostKey{pool, host})
 	m.held.forget(func(k hostKey) bool { return k == hostKey{pool, host} })
 }
 
 // ForgetPool is Forget for every host of a deleted pool.
 func (m *Mode) ForgetPool(pool string) {
-	m.reports.forget(func(k hostKey) bool { return k.pool == pool })
+	m.reports.forgetOfPool(pool, func(string, time.Time) bool { return true })
 	m.held.forget(func(k hostKey) bool { return k.pool == pool })
 }
 
@@ -465,17 +465,18 @@ func (m *Mode) ForgetPool(pool string) {
 // until the host's next heartbeat here or a day. A report taken since
 // the read began is kept: the read may have missed its host's
 // registration. The poolview calls it at each read of a pool's hosts
-// (poolview.Config.HostsRead).
+// (poolview.Config.HostsRead): it walks that pool's reports only, so a
+// read of a 100-host pool costs the same beside 10,000 hosts of others.
 func (m *Mode) HostsRead(pool string, hosts []*vdibroker.SessionHost, begun time.Time) {
 	created := make(map[string]time.Time, len(hosts))
 	for _, h := range hosts {
 		created[h.Name] = h.CreateTime
 	}
-	m.reports.forgetTaken(func(k hostKey, at time.Time) bool {
-		if k.pool != pool || !at.Before(begun) {
+	m.reports.forgetOfPool(pool, func(host string, at time.Time) bool {
+		if !at.Before(begun) {
 			return false
 		}
-		c, ok := created[k.host]
+		c, ok := created[host]
 		return !ok || at.Before(c)
 	})
 }
@@ -512,9 +513,15 @@ func (m *Mode) State() State {
 // alone do not fit. A host not heard from for goneFor is dropped (a host
 // deleted through another replica, a machine switched off for good), at
 // most every sweepEvery.
+//
+// The reports of one pool are linked (hostReport.prev, next) from pools,
+// so a pool's are walked without the others' (HostsRead at every read of
+// a pool, ForgetPool): add and drop keep m and pools in step, and the
+// links' bytes are counted in reportHostOverhead.
 type reports struct {
 	mu    sync.Mutex
 	m     map[hostKey]*hostReport
+	pools map[string]*hostReport // pool -> the first of its reports
 	bytes int       // what the reports of m hold, as reportBytes counts
 	max   int       // the bound; 0 = maxReportBytes
 	swept time.Time // the last sweep of silent hosts
@@ -527,6 +534,10 @@ type hostReport struct {
 	gone  map[string]time.Time // user -> when a report first lacked them
 	at    time.Time            // the last report
 	bytes int                  // reportBytes of this report
+	// host is its host's name, and prev and next the pool's other
+	// reports (reports.pools).
+	host       string
+	prev, next *hostReport
 }
 
 // goneFor is how long a logged-off user is remembered as gone.
@@ -590,6 +601,7 @@ func (r *reports) set(k hostKey, sessions []vdibroker.AgentSession, now time.Tim
 	defer r.mu.Unlock()
 	if r.m == nil {
 		r.m = map[hostKey]*hostReport{}
+		r.pools = map[string]*hostReport{}
 	}
 	if now.Sub(r.swept) >= sweepEvery || now.Before(r.swept) {
 		r.sweep(now)
@@ -640,9 +652,19 @@ func (r *reports) set(k hostKey, sessions []vdibroker.AgentSession, now time.Tim
 		}
 		return false, warn
 	}
+	r.add(k, hr)
+	return true, false
+}
+
+// add keeps hr as k's report, none kept before; r.mu is held.
+func (r *reports) add(k hostKey, hr *hostReport) {
 	r.m[k] = hr
 	r.bytes += hr.bytes
-	return true, false
+	hr.host, hr.prev, hr.next = k.host, nil, r.pools[k.pool]
+	if hr.next != nil {
+		hr.next.prev = hr
+	}
+	r.pools[k.pool] = hr
 }
 
 // sweep drops the reports of hosts not heard from for goneFor: their
@@ -659,31 +681,44 @@ func (r *reports) sweep(now time.Time) {
 
 // drop forgets k's report; r.mu is held.
 func (r *reports) drop(k hostKey) {
-	if hr := r.m[k]; hr != nil {
-		r.bytes -= hr.bytes
-		delete(r.m, k)
+	hr := r.m[k]
+	if hr == nil {
+		return
 	}
+	r.bytes -= hr.bytes
+	delete(r.m, k)
+	switch {
+	case hr.prev != nil:
+		hr.prev.next = hr.next
+	case hr.next != nil:
+		r.pools[k.pool] = hr.next
+	default:
+		delete(r.pools, k.pool)
+	}
+	if hr.next != nil {
+		hr.next.prev = hr.prev
+	}
+	hr.prev, hr.next = nil, nil
 }
 
-// forget drops the reports of the hosts match says.
-func (r *reports) forget(match func(hostKey) bool) {
+// forget drops host k's report.
+func (r *reports) forget(k hostKey) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for k := range r.m {
-		if match(k) {
-			r.drop(k)
-		}
-	}
+	r.drop(k)
 }
 
-// forgetTaken drops the reports that match, by host and when taken.
-func (r *reports) forgetTaken(match func(k hostKey, at time.Time) bool) {
+// forgetOfPool drops the reports of pool's hosts that match, by host
+// name and when taken; it walks that pool's reports alone.
+func (r *reports) forgetOfPool(pool string, match func(host string, at time.Time) bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for k, hr := range r.m {
-		if match(k, hr.at) {
-			r.drop(k)
+	for hr := r.pools[pool]; hr != nil; {
+		next := hr.next
+		if match(hr.host, hr.at) {
+			r.drop(hostKey{pool, hr.host})
 		}
+		hr = next
 	}
 }
 
