@@ -522,9 +522,9 @@ type reports struct {
 	mu    sync.Mutex
 	m     map[hostKey]*hostReport
 	pools map[string]*hostReport // pool -> the first of its reports
-	bytes int       // what the reports of m hold, as reportBytes counts
-	max   int       // the bound; 0 = maxReportBytes
-	swept time.Time // the last sweep of silent hosts
+	bytes int                    // what the reports of m hold, as reportBytes counts
+	max   int                    // the bound; 0 = maxReportBytes
+	swept time.Time              // the last sweep of silent hosts
 	// warned is when a report not kept was last logged: once a sweep.
 	warned time.Time
 }
