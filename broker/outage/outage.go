@@ -562,7 +562,8 @@ const MaxReportBytes = maxReportBytes
 // Per-entry sizes for reportBytes, measured (TestReportBytesMeasured):
 // a user in either map takes about 100 bytes beside its name's (the
 // map's slot and its share of the buckets, the time of a gone one), and a
-// host's report some 500 beside its users (its key, the struct, two maps).
+// host's report some 500 beside its users (its key, the struct, two maps,
+// its pool's link: TestReportBytesMeasuredPoolPerHost).
 const (
 	reportUserOverhead = 128
 	reportHostOverhead = 512

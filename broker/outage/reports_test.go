@@ -3,6 +3,7 @@ package outage
 import (
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -381,4 +382,52 @@ func BenchmarkHostsRead(b *testing.B) {
 			}
 		})
 	}
+}
+
+// TestHostsReadForgetsWhatTheReadShowsGone (R-SEC, R-OUT1): a read of a
+// pool's hosts begun at begun drops the reports taken before begun of
+// hosts it does not list (deleted through another replica) or lists as
+// made after the report (deleted and registered again: a new machine);
+// a report taken at begun or since is kept, as a heartbeat racing the
+// read may come from a host registered after the read's snapshot. Other
+// pools' reports of the same names stay. A pool gone (no hosts) drops
+// its reports taken before begun.
+func TestHostsReadForgetsWhatTheReadShowsGone(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	begun := t0.Add(time.Minute)
+	m := &Mode{}
+	for _, r := range []struct {
+		pool, host string
+		at         time.Time
+	}{
+		{"p", "listed", t0},                          // kept: listed, made before
+		{"p", "madeAtReport", t0},                    // kept: made at the report
+		{"p", "madeAgain", t0},                       // dropped: made after the report
+		{"p", "deleted", t0},                         // dropped: not listed
+		{"p", "deletedJustBefore", begun.Add(-1)},    // dropped: not listed, before begun
+		{"p", "racingAtBegun", begun},                // kept: taken as the read began
+		{"p", "racingSince", begun.Add(time.Second)}, // kept: taken since
+		{"q", "deleted", t0},                         // kept: another pool's
+		{"gone", "h", t0},                            // dropped with its pool
+		{"gone", "racing", begun},                    // kept: taken as the read began
+	} {
+		m.Report(r.pool, r.host, sessionsOf("u", 1, 8), r.at)
+	}
+	hosts := []*vdibroker.SessionHost{
+		{HostPool: "p", Name: "listed", CreateTime: t0.Add(-time.Hour)},
+		{HostPool: "p", Name: "madeAtReport", CreateTime: t0},
+		{HostPool: "p", Name: "madeAgain", CreateTime: t0.Add(time.Nanosecond)},
+	}
+	m.HostsRead("p", hosts, begun)
+	m.HostsRead("gone", nil, begun)
+	var kept []string
+	for k := range m.reports.m {
+		kept = append(kept, k.pool+"/"+k.host)
+	}
+	slices.Sort(kept)
+	want := []string{"gone/racing", "p/listed", "p/madeAtReport", "p/racingAtBegun", "p/racingSince", "q/deleted"}
+	if !slices.Equal(kept, want) {
+		t.Errorf("reports kept after the reads: %q, want %q", kept, want)
+	}
+	checkPoolLinks(t, &m.reports)
 }
