@@ -21,7 +21,8 @@ import (
 // the pool's settings and no commands.
 //
 // A heartbeat whose hb.CredentialHash is no longer the host's is refused
-// with Unauthenticated, and this service forgets the credential.
+// with Unauthenticated, and this service forgets the credential and the
+// host's report and held heartbeat.
 func (s *Service) Heartbeat(ctx context.Context, host *vdibroker.SessionHost, hb *vdibroker.HeartbeatRequest) (*vdibroker.HeartbeatResult, error) {
 	now := s.now().UTC()
 	if s.health.Down() {
@@ -34,7 +35,12 @@ func (s *Service) Heartbeat(ctx context.Context, host *vdibroker.SessionHost, hb
 		s.outage.Report(host.HostPool, host.Name, hb.Sessions, now)
 		return s.outage.HoldHeartbeat(host, hb, now, err)
 	case vdibroker.ErrorCode(err) == vdibroker.EUnauthenticated:
+		// The credential was revoked through another replica (the host
+		// deleted, its registration reset, re-keyed): what this one
+		// holds of the host for an outage was that machine's word
+		// (R-SEC).
 		s.creds.forget(host.HostPool, host.Name)
+		s.outage.Forget(host.HostPool, host.Name)
 		return nil, err
 	case err != nil:
 		return nil, err
@@ -115,6 +121,12 @@ func (s *Service) applyHeld() {
 			n++
 		case outage.IsStoreDown(err):
 			return // down again: the rest waits for the next recovery
+		case vdibroker.ErrorCode(err) == vdibroker.EUnauthenticated:
+			// Revoked during the outage through another replica (as
+			// Heartbeat): the held heartbeat went, its report goes too.
+			s.creds.forget(k[0], k[1])
+			s.outage.Forget(k[0], k[1])
+			s.log.Info("a heartbeat held during the outage was not applied: its host's credential was revoked meanwhile", "pool", k[0], "host", k[1])
 		default:
 			s.log.Error("apply a heartbeat held during the outage", "pool", k[0], "host", k[1], "err", err)
 		}

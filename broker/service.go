@@ -164,7 +164,12 @@ func New(cfg Config) *Service {
 			return s.outage.HeldByOthers(ctx, pool)
 		},
 		Unwritten: func(pool, host string) int { return s.outage.Unwritten(pool, host) },
-		Turned:    s.waits.signal, Waiting: s.waits.watching})
+		Turned:    s.waits.signal, Waiting: s.waits.watching,
+		// A host another replica deleted or made again takes its
+		// report here too once a read of its pool shows it (R-SEC).
+		HostsRead: func(pool string, hosts []*vdibroker.SessionHost, begun time.Time) {
+			s.outage.HostsRead(pool, hosts, begun)
+		}})
 	s.outage = outage.New(outage.Config{Health: s.health, Store: s.store, Views: s.views, Answer: s.answer, Logger: s.log,
 		Clock: s.clock, Placement: cfg.OutagePlacement, MaintenanceInterval: interval})
 	// When the store is back: the outage's sessions are written before

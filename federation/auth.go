@@ -610,33 +610,35 @@ func (v *Verifier) mark(ctx context.Context, read time.Time) error {
 	return nil
 }
 
-// KeepMark moves the read mark ahead (Mark) at once and then every
-// MarkInterval, until ctx is done or the verifier is closed; failed, when
-// not nil, is told of each move that failed (a read past the mark is
-// then taken all the same, in memory only, admit). Without Marks
-// or ReadsInMemory it returns at once.
-func (v *Verifier) KeepMark(ctx context.Context, failed func(error)) {
+// KeepMark moves the read mark ahead (Mark) at once and then at each of
+// ticks (every MarkInterval: MarkEvery), until ctx is done or the
+// verifier is closed; moved, when not nil, is told of each move's
+// outcome, nil when it went through (after a failed one a read past the
+// mark is taken all the same, in memory only, admit). Without Marks or
+// ReadsInMemory it returns at once.
+func (v *Verifier) KeepMark(ctx context.Context, ticks <-chan time.Time, moved func(error)) {
 	if v.Marks == nil || !v.ReadsInMemory {
 		return
 	}
-	t := time.NewTicker(v.markInterval())
-	defer t.Stop()
 	for {
-		if err := v.Mark(ctx); err != nil {
-			if v.isClosed() || ctx.Err() != nil {
-				return
-			}
-			if failed != nil {
-				failed(err)
-			}
+		err := v.Mark(ctx)
+		if err != nil && (v.isClosed() || ctx.Err() != nil) {
+			return
+		}
+		if moved != nil {
+			moved(err)
 		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-ticks:
 		}
 	}
 }
+
+// MarkEvery is how often KeepMark's ticks should come: MarkInterval, or
+// DefaultMarkInterval.
+func (v *Verifier) MarkEvery() time.Duration { return v.markInterval() }
 
 // Close refuses every call from now on: the server calls it once it has
 // shut down (or given up waiting for its calls), so that nothing is

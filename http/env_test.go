@@ -61,6 +61,9 @@ type env struct {
 	// (fedPods).
 	calls *callCounter
 	down  func() // closes a pod's HTTP server (fedPods)
+	// storeDown, with envOptions.failing, has one flag per replica: while
+	// set, each call of that replica's store fails.
+	storeDown []*atomic.Bool
 }
 
 // waitTicks waits until replica i has ended n maintenance ticks that began
@@ -109,6 +112,9 @@ type envOptions struct {
 	// i's store: past the broker's guard, which refuses calls during an
 	// outage (op is the vdibroker.Store method's name).
 	storeCall func(i int, op string)
+	// failing makes each replica's store fail every call (as a database
+	// that refuses connections) while the test sets its env.storeDown.
+	failing bool
 }
 
 // newEnv starts a SQLite-backed server.
@@ -165,6 +171,16 @@ func newEnvWith(t testing.TB, o envOptions) *env {
 		}
 		ticks := make(chan struct{}, 1)
 		e.ticks = append(e.ticks, ticks)
+		if o.failing {
+			down := new(atomic.Bool)
+			e.storeDown = append(e.storeDown, down)
+			rs = intercept.NewStore(rs, func(ctx context.Context, op string, call func(context.Context) error) error {
+				if down.Load() && op != intercept.OpClose {
+					return errors.New("connection refused")
+				}
+				return call(ctx)
+			})
+		}
 		if o.storeCall != nil {
 			rs = intercept.NewStore(rs, func(ctx context.Context, op string, call func(context.Context) error) error {
 				o.storeCall(i, op)

@@ -1,6 +1,11 @@
 package http
 
-import "github.com/vdibroker/vdibroker/internal/ratelimit"
+import (
+	"context"
+	"time"
+
+	"github.com/vdibroker/vdibroker/internal/ratelimit"
+)
 
 // HeartbeatBuckets is how many heartbeat rate buckets s holds (R-SEC).
 func HeartbeatBuckets(s *Server) int { return s.heartbeats.Len() }
@@ -12,4 +17,10 @@ func UserWriteBuckets(s *Server) int { return s.userWrites.Len() }
 // for a test of a full map (before any request).
 func BoundUserWriteBuckets(s *Server, max int) {
 	s.userWrites = ratelimit.NewBounded(UserWritesPerSecond, UserWriteBurst, max)
+}
+
+// KeepReadMarkOn is s.KeepReadMark with the test's ticks; moved is
+// called after each move was logged.
+func KeepReadMarkOn(ctx context.Context, s *Server, ticks <-chan time.Time, moved func()) {
+	s.keepReadMark(ctx, ticks, moved)
 }

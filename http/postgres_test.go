@@ -110,6 +110,7 @@ func TestPostgresSuite(t *testing.T) {
 		// (hostcred_test.go).
 		{"OutageStateGoesWithItsHost_RSEC", TestOutageStateGoesWithItsHost_RSEC},
 		{"OutageStateGoesWithItsNameOnEveryReplica_RSEC", TestOutageStateGoesWithItsNameOnEveryReplica_RSEC},
+		{"GoneHostsReportGoesOnEveryReplica_RSEC", TestGoneHostsReportGoesOnEveryReplica_RSEC},
 		{"RegistrationTokenReach_RSEC", TestRegistrationTokenReach_RSEC},
 		{"HostCredentialReach_RSEC", TestHostCredentialReach_RSEC},
 		{"ReKeyBound_RSEC", TestReKeyBound_RSEC},

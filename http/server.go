@@ -181,16 +181,35 @@ func later(a, b time.Time) time.Time {
 	return a
 }
 
-// KeepReadMark moves the pod-to-pod read mark ahead until ctx is done or
-// StopPodCalls (federation.Verifier.KeepMark), logging a move that
-// failed; it returns at once unless the server is a pod on a one-process
-// store with ReadMarks.
+// KeepReadMark moves the pod-to-pod read mark ahead every
+// ReadMarkInterval until ctx is done or StopPodCalls
+// (federation.Verifier.KeepMark); it returns at once unless the server
+// is a pod on a one-process store with ReadMarks. Moves that fail (a
+// store outage) are logged as one failure (failureLog): once when they
+// start, reminders at most at doubling intervals, once when a move goes
+// through again (R-OUT1).
 func (s *Server) KeepReadMark(ctx context.Context) {
 	if s.fed == nil {
 		return
 	}
-	s.fed.verifier.KeepMark(ctx, func(err error) {
-		s.log.Warn("pod-to-pod read mark not moved (the store takes no writes?): reads past it are taken all the same, the move tried again at the next tick", "err", err)
+	t := time.NewTicker(s.fed.verifier.MarkEvery())
+	defer t.Stop()
+	s.keepReadMark(ctx, t.C, nil)
+}
+
+// keepReadMark is KeepReadMark on ticks; moved, when not nil, is called
+// after each move was logged (a test's step).
+func (s *Server) keepReadMark(ctx context.Context, ticks <-chan time.Time, moved func()) {
+	if s.fed == nil {
+		return
+	}
+	l := &failureLog{log: s.log, what: "pod-to-pod read mark",
+		failed: "not moved (the store takes no writes?): reads past it are taken all the same; the move is tried at every tick, and this said again at most at doubling intervals until it goes through"}
+	s.fed.verifier.KeepMark(ctx, ticks, func(err error) {
+		l.note(s.now(), err)
+		if moved != nil {
+			moved()
+		}
 	})
 }
 

@@ -446,14 +446,39 @@ func (m *Mode) Report(pool, host string, sessions []vdibroker.AgentSession, now 
 // admin reset (a new machine takes its name), takes them with it (R-SEC):
 // they are the old machine's word.
 func (m *Mode) Forget(pool, host string) {
-	m.reports.forget(func(k hostKey) bool { return k == hostKey{pool, host} })
+	m.reports.forget(hostKey{pool, host})
 	m.held.forget(func(k hostKey) bool { return k == hostKey{pool, host} })
 }
 
 // ForgetPool is Forget for every host of a deleted pool.
 func (m *Mode) ForgetPool(pool string) {
-	m.reports.forget(func(k hostKey) bool { return k.pool == pool })
+	m.reports.forgetOfPool(pool, func(string, time.Time) bool { return true })
 	m.held.forget(func(k hostKey) bool { return k.pool == pool })
+}
+
+// HostsRead forgets the reports of pool's hosts that a read of the store
+// begun at begun found gone: hosts are all the pool's hosts then (none:
+// the pool is gone). A report taken before begun of a host not among
+// them (deleted through another replica), or made again after the
+// report (deleted and registered again under its name: a new machine),
+// is the old machine's word (R-SEC), which this server otherwise kept
+// until the host's next heartbeat here or a day. A report taken since
+// the read began is kept: the read may have missed its host's
+// registration. The poolview calls it at each read of a pool's hosts
+// (poolview.Config.HostsRead): it walks that pool's reports only, so a
+// read of a 100-host pool costs the same beside 10,000 hosts of others.
+func (m *Mode) HostsRead(pool string, hosts []*vdibroker.SessionHost, begun time.Time) {
+	created := make(map[string]time.Time, len(hosts))
+	for _, h := range hosts {
+		created[h.Name] = h.CreateTime
+	}
+	m.reports.forgetOfPool(pool, func(host string, at time.Time) bool {
+		if !at.Before(begun) {
+			return false
+		}
+		c, ok := created[host]
+		return !ok || at.Before(c)
+	})
 }
 
 // State is the size of what a Mode holds of its hosts' reports.
@@ -488,12 +513,18 @@ func (m *Mode) State() State {
 // alone do not fit. A host not heard from for goneFor is dropped (a host
 // deleted through another replica, a machine switched off for good), at
 // most every sweepEvery.
+//
+// The reports of one pool are linked (hostReport.prev, next) from pools,
+// so a pool's are walked without the others' (HostsRead at every read of
+// a pool, ForgetPool): add and drop keep m and pools in step, and the
+// links' bytes are counted in reportHostOverhead.
 type reports struct {
 	mu    sync.Mutex
 	m     map[hostKey]*hostReport
-	bytes int       // what the reports of m hold, as reportBytes counts
-	max   int       // the bound; 0 = maxReportBytes
-	swept time.Time // the last sweep of silent hosts
+	pools map[string]*hostReport // pool -> the first of its reports
+	bytes int                    // what the reports of m hold, as reportBytes counts
+	max   int                    // the bound; 0 = maxReportBytes
+	swept time.Time              // the last sweep of silent hosts
 	// warned is when a report not kept was last logged: once a sweep.
 	warned time.Time
 }
@@ -503,6 +534,10 @@ type hostReport struct {
 	gone  map[string]time.Time // user -> when a report first lacked them
 	at    time.Time            // the last report
 	bytes int                  // reportBytes of this report
+	// host is its host's name, and prev and next the pool's other
+	// reports (reports.pools).
+	host       string
+	prev, next *hostReport
 }
 
 // goneFor is how long a logged-off user is remembered as gone.
@@ -527,7 +562,8 @@ const MaxReportBytes = maxReportBytes
 // Per-entry sizes for reportBytes, measured (TestReportBytesMeasured):
 // a user in either map takes about 100 bytes beside its name's (the
 // map's slot and its share of the buckets, the time of a gone one), and a
-// host's report some 500 beside its users (its key, the struct, two maps).
+// host's report some 500 beside its users (its key, the struct, two maps,
+// its pool's link: TestReportBytesMeasuredPoolPerHost).
 const (
 	reportUserOverhead = 128
 	reportHostOverhead = 512
@@ -566,6 +602,7 @@ func (r *reports) set(k hostKey, sessions []vdibroker.AgentSession, now time.Tim
 	defer r.mu.Unlock()
 	if r.m == nil {
 		r.m = map[hostKey]*hostReport{}
+		r.pools = map[string]*hostReport{}
 	}
 	if now.Sub(r.swept) >= sweepEvery || now.Before(r.swept) {
 		r.sweep(now)
@@ -616,9 +653,19 @@ func (r *reports) set(k hostKey, sessions []vdibroker.AgentSession, now time.Tim
 		}
 		return false, warn
 	}
+	r.add(k, hr)
+	return true, false
+}
+
+// add keeps hr as k's report, none kept before; r.mu is held.
+func (r *reports) add(k hostKey, hr *hostReport) {
 	r.m[k] = hr
 	r.bytes += hr.bytes
-	return true, false
+	hr.host, hr.prev, hr.next = k.host, nil, r.pools[k.pool]
+	if hr.next != nil {
+		hr.next.prev = hr
+	}
+	r.pools[k.pool] = hr
 }
 
 // sweep drops the reports of hosts not heard from for goneFor: their
@@ -635,20 +682,44 @@ func (r *reports) sweep(now time.Time) {
 
 // drop forgets k's report; r.mu is held.
 func (r *reports) drop(k hostKey) {
-	if hr := r.m[k]; hr != nil {
-		r.bytes -= hr.bytes
-		delete(r.m, k)
+	hr := r.m[k]
+	if hr == nil {
+		return
 	}
+	r.bytes -= hr.bytes
+	delete(r.m, k)
+	switch {
+	case hr.prev != nil:
+		hr.prev.next = hr.next
+	case hr.next != nil:
+		r.pools[k.pool] = hr.next
+	default:
+		delete(r.pools, k.pool)
+	}
+	if hr.next != nil {
+		hr.next.prev = hr.prev
+	}
+	hr.prev, hr.next = nil, nil
 }
 
-// forget drops the reports of the hosts match says.
-func (r *reports) forget(match func(hostKey) bool) {
+// forget drops host k's report.
+func (r *reports) forget(k hostKey) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for k := range r.m {
-		if match(k) {
-			r.drop(k)
+	r.drop(k)
+}
+
+// forgetOfPool drops the reports of pool's hosts that match, by host
+// name and when taken; it walks that pool's reports alone.
+func (r *reports) forgetOfPool(pool string, match func(host string, at time.Time) bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for hr := r.pools[pool]; hr != nil; {
+		next := hr.next
+		if match(hr.host, hr.at) {
+			r.drop(hostKey{pool, hr.host})
 		}
+		hr = next
 	}
 }
 

@@ -3,6 +3,7 @@ package outage
 import (
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -72,7 +73,7 @@ func TestReportsBound(t *testing.T) {
 		t.Errorf("%d bytes held, past the bound %d", bytes, r.bound())
 	}
 	// Forgetting a host (deleted, reset) gives its bytes back: h3 fits.
-	r.forget(func(k hostKey) bool { return k == hostKey{"p", "h1"} })
+	r.forget(hostKey{"p", "h1"})
 	if kept, _ := r.set(hostKey{"p", "h3"}, sessionsOf("v", 100, 100), t0.Add(2*time.Second)); !kept {
 		t.Error("h3 not kept after h1 was forgotten")
 	}
@@ -185,6 +186,43 @@ func TestReportBytesMeasuredAfterShrink(t *testing.T) {
 	}
 }
 
+// TestReportBytesMeasuredPoolPerHost (R-SEC): reportBytes counts at least
+// what a report holds when each host is the only one of its pool, whose
+// link from reports.pools it then holds alone (reportHostOverhead).
+func TestReportBytesMeasuredPoolPerHost(t *testing.T) {
+	if testing.Short() {
+		t.Skip("measures the heap")
+	}
+	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	const hosts = 5000
+	var r reports
+	var a, b runtime.MemStats
+	// Names made before the first measure: the keys' bytes are counted
+	// (len(k.pool), len(k.host)) but these are held by the test too.
+	keys := make([]hostKey, hosts)
+	users := make([][]vdibroker.AgentSession, hosts)
+	for h := range keys {
+		keys[h] = hostKey{fmt.Sprint("pool", h), fmt.Sprint("h", h)}
+		users[h] = sessionsOf(fmt.Sprint(h, "a"), 1, 8)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&a)
+	for h, k := range keys {
+		r.set(k, users[h], t0)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&b)
+	_, counted := r.size()
+	held := int64(b.HeapAlloc) - int64(a.HeapAlloc)
+	t.Logf("%d hosts, a pool each: %d bytes held, %d counted", hosts, held, counted)
+	if held > int64(counted) {
+		t.Errorf("the reports hold %d bytes, reportBytes counts %d", held, counted)
+	}
+	runtime.KeepAlive(&r)
+	runtime.KeepAlive(keys)
+	runtime.KeepAlive(users)
+}
+
 // checkReportsCountTheirHeap feeds 20 hosts' reports to new reports
 // (feed, for host h under key k) and fails t when they hold more of the
 // heap, measured after a collection, than reportBytes counts.
@@ -211,8 +249,10 @@ func checkReportsCountTheirHeap(t *testing.T, feed func(r *reports, k hostKey, h
 
 // TestReportsCountedUnderConcurrency (R-SEC): the bytes counted against
 // the bound are those of the reports kept, whatever mix of reports,
-// replacements, expiries, sweeps and forgets ran at once (run with
-// -race), and stay within the bound.
+// replacements, expiries, sweeps and forgets (of a host, of a pool, of a
+// pool's reports taken before a read, as HostsRead) ran at once (run
+// with -race), and stay within the bound; each pool's links hold its
+// reports kept, each once, and no other.
 func TestReportsCountedUnderConcurrency(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	r := reports{max: 200_000}
@@ -226,9 +266,11 @@ func TestReportsCountedUnderConcurrency(t *testing.T) {
 				now := t0.Add(time.Duration(i*g) * 5 * time.Minute).Add(-time.Duration(i%7) * time.Hour)
 				switch i % 10 {
 				case 9:
-					r.forget(func(h hostKey) bool { return h == k })
+					r.forget(k)
 				case 8:
-					r.forget(func(h hostKey) bool { return h.pool == k.pool })
+					r.forgetOfPool(k.pool, func(string, time.Time) bool { return true })
+				case 7:
+					r.forgetOfPool(k.pool, func(host string, at time.Time) bool { return host == k.host || at.Before(now) })
 				default:
 					r.set(k, sessionsOf(fmt.Sprint(g, "-", i%5), 1+(i*g)%40, 8+i%64), now)
 				}
@@ -253,4 +295,139 @@ func TestReportsCountedUnderConcurrency(t *testing.T) {
 	if r.bytes > r.bound() {
 		t.Errorf("%d bytes held, past the bound %d", r.bytes, r.bound())
 	}
+	checkPoolLinks(t, &r)
+}
+
+// checkPoolLinks fails t unless r's pool links (reports.pools) hold each
+// report of m once, under its pool, and nothing else.
+func checkPoolLinks(t *testing.T, r *reports) {
+	t.Helper()
+	linked := 0
+	for pool, hr := range r.pools {
+		if hr == nil || hr.prev != nil {
+			t.Errorf("pool %q: its first report %p has one before it", pool, hr)
+			continue
+		}
+		for ; hr != nil; hr = hr.next {
+			linked++
+			if r.m[hostKey{pool, hr.host}] != hr {
+				t.Errorf("pool %q links a report of %q that m does not keep", pool, hr.host)
+			}
+			if hr.next != nil && hr.next.prev != hr {
+				t.Errorf("pool %q: %q's next does not link back", pool, hr.host)
+			}
+			if linked > len(r.m) {
+				t.Fatalf("the pools link more reports than m keeps (%d): a cycle", len(r.m))
+			}
+		}
+	}
+	if linked != len(r.m) {
+		t.Errorf("the pools link %d reports, m keeps %d", linked, len(r.m))
+	}
+}
+
+// TestHostsReadWalksItsPoolAlone (R-SEC, R-OUT1): a read of a pool's hosts
+// (HostsRead, at every read of a pool) looks at that pool's reports only,
+// not all hosts': beside 10,000 hosts of other pools, a 100-host pool's
+// read visits its 100 reports, and drops those of its hosts gone.
+func TestHostsReadWalksItsPoolAlone(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	var r reports
+	for h := range 10_000 {
+		r.set(hostKey{fmt.Sprint("big", h%100), fmt.Sprint("h", h)}, sessionsOf("u", 1, 8), t0)
+	}
+	for h := range 100 {
+		r.set(hostKey{"small", fmt.Sprint("h", h)}, sessionsOf("u", 1, 8), t0)
+	}
+	visited := 0
+	r.forgetOfPool("small", func(host string, _ time.Time) bool {
+		visited++
+		return host == "h7" // deleted through another replica
+	})
+	if visited != 100 {
+		t.Errorf("a read of a 100-host pool visited %d reports, want 100", visited)
+	}
+	if hosts, _ := r.size(); hosts != 10_099 {
+		t.Errorf("%d reports kept, want 10,099 (small/h7 dropped)", hosts)
+	}
+	if _, known, _ := r.has(hostKey{"small", "h7"}, "x"); known {
+		t.Error("small/h7's report is kept")
+	}
+	checkPoolLinks(t, &r)
+}
+
+// BenchmarkHostsRead (R-SEC, R-OUT1): the cost of HostsRead for a
+// 100-host pool, beside 0 to 100,000 reports of other pools' hosts; it
+// should not grow with them (each pool read runs it, under the lock every
+// heartbeat takes).
+func BenchmarkHostsRead(b *testing.B) {
+	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	for _, others := range []int{0, 10_000, 100_000} {
+		b.Run(fmt.Sprint("others=", others), func(b *testing.B) {
+			m := &Mode{}
+			for h := range others {
+				m.Report(fmt.Sprint("big", h%200), fmt.Sprint("h", h), nil, t0)
+			}
+			hosts := make([]*vdibroker.SessionHost, 100)
+			for h := range hosts {
+				hosts[h] = &vdibroker.SessionHost{HostPool: "small", Name: fmt.Sprint("h", h), CreateTime: t0.Add(-time.Hour)}
+				m.Report("small", hosts[h].Name, nil, t0)
+			}
+			b.ResetTimer()
+			for b.Loop() {
+				m.HostsRead("small", hosts, t0.Add(time.Minute))
+			}
+			if st := m.State(); st.ReportedHosts != others+100 {
+				b.Fatalf("%d reports kept, want %d", st.ReportedHosts, others+100)
+			}
+		})
+	}
+}
+
+// TestHostsReadForgetsWhatTheReadShowsGone (R-SEC, R-OUT1): a read of a
+// pool's hosts begun at begun drops the reports taken before begun of
+// hosts it does not list (deleted through another replica) or lists as
+// made after the report (deleted and registered again: a new machine);
+// a report taken at begun or since is kept, as a heartbeat racing the
+// read may come from a host registered after the read's snapshot. Other
+// pools' reports of the same names stay. A pool gone (no hosts) drops
+// its reports taken before begun.
+func TestHostsReadForgetsWhatTheReadShowsGone(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	begun := t0.Add(time.Minute)
+	m := &Mode{}
+	for _, r := range []struct {
+		pool, host string
+		at         time.Time
+	}{
+		{"p", "listed", t0},                          // kept: listed, made before
+		{"p", "madeAtReport", t0},                    // kept: made at the report
+		{"p", "madeAgain", t0},                       // dropped: made after the report
+		{"p", "deleted", t0},                         // dropped: not listed
+		{"p", "deletedJustBefore", begun.Add(-1)},    // dropped: not listed, before begun
+		{"p", "racingAtBegun", begun},                // kept: taken as the read began
+		{"p", "racingSince", begun.Add(time.Second)}, // kept: taken since
+		{"q", "deleted", t0},                         // kept: another pool's
+		{"gone", "h", t0},                            // dropped with its pool
+		{"gone", "racing", begun},                    // kept: taken as the read began
+	} {
+		m.Report(r.pool, r.host, sessionsOf("u", 1, 8), r.at)
+	}
+	hosts := []*vdibroker.SessionHost{
+		{HostPool: "p", Name: "listed", CreateTime: t0.Add(-time.Hour)},
+		{HostPool: "p", Name: "madeAtReport", CreateTime: t0},
+		{HostPool: "p", Name: "madeAgain", CreateTime: t0.Add(time.Nanosecond)},
+	}
+	m.HostsRead("p", hosts, begun)
+	m.HostsRead("gone", nil, begun)
+	var kept []string
+	for k := range m.reports.m {
+		kept = append(kept, k.pool+"/"+k.host)
+	}
+	slices.Sort(kept)
+	want := []string{"gone/racing", "p/listed", "p/madeAtReport", "p/racingAtBegun", "p/racingSince", "q/deleted"}
+	if !slices.Equal(kept, want) {
+		t.Errorf("reports kept after the reads: %q, want %q", kept, want)
+	}
+	checkPoolLinks(t, &m.reports)
 }

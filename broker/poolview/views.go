@@ -48,6 +48,13 @@ type Config struct {
 	// Connects held for a starting host wait for it (R-U4). It runs under the view's lock:
 	// it must be quick and must not call the views.
 	Turned func(pool string)
+	// HostsRead, when set, is told of each read of a pool's hosts from
+	// the store (reload) begun at begun: hosts are all the pool's hosts
+	// then, none when the pool is gone. A host this server holds
+	// something of that is not among them, or was made again after (a
+	// delete and a registration of its name through another replica),
+	// is gone (outage.Mode.HostsRead). It runs outside the view's lock.
+	HostsRead func(pool string, hosts []*vdibroker.SessionHost, begun time.Time)
 	// Waiting, when set, reports whether connects wait for a host of
 	// pool to turn placeable: its view is read again by every
 	// maintenance tick (RefreshAll) as if a connect had used it, so a
@@ -604,13 +611,19 @@ func (vs *Views) reload(ctx context.Context, v *View) error {
 	gen := v.gen
 	mark := v.lastLanded
 	v.mu.Unlock()
+	begun := vs.cfg.Now()
 	pool, err := vs.cfg.Store.GetHostPool(ctx, v.name)
 	if err != nil {
+		vs.goneIf(v.name, err, begun)
 		return err
 	}
 	hosts, err := vs.cfg.Store.ListSessionHosts(ctx, v.name)
 	if err != nil {
+		vs.goneIf(v.name, err, begun)
 		return err
+	}
+	if vs.cfg.HostsRead != nil {
+		vs.cfg.HostsRead(v.name, hosts, begun)
 	}
 	rr := ""
 	if pool.LoadBalancerType == vdibroker.LoadIndex {
@@ -676,6 +689,14 @@ func (vs *Views) reload(ctx context.Context, v *View) error {
 		}
 	}
 	return nil
+}
+
+// goneIf tells HostsRead that pool is gone when a read of it begun at
+// begun failed with NotFound.
+func (vs *Views) goneIf(pool string, err error, begun time.Time) {
+	if vdibroker.ErrorCode(err) == vdibroker.ENotFound && vs.cfg.HostsRead != nil {
+		vs.cfg.HostsRead(pool, nil, begun)
+	}
 }
 
 // catchUpUsers adds to v's users the pool's sessions opened since the

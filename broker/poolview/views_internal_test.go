@@ -1,14 +1,17 @@
 package poolview
 
 import (
+	"context"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/intercept"
 	"github.com/vdibroker/vdibroker/placement"
 	"github.com/vdibroker/vdibroker/store"
 )
@@ -314,4 +317,47 @@ func TestIdleViewTakesTheSharedCursor(t *testing.T) {
 		t.Errorf("the idle view's cursor is %q, want h1, the pool's", got)
 	}
 	vs.background.Wait()
+}
+
+// TestHostsReadBegunBeforeTheStoreRead (R-SEC, R-OUT1): a reload tells
+// Config.HostsRead of the hosts it read with the time taken before it
+// asked the store, so a heartbeat taken while the read was under way (a
+// host the read may have missed) counts as since the read began and its
+// report is kept (outage.Mode.HostsRead); a pool gone is told with no
+// hosts, at the time taken before the read that found it gone.
+func TestHostsReadBegunBeforeTheStoreRead(t *testing.T) {
+	st, _, _, t0 := viewFixture(t)
+	var mu sync.Mutex
+	now := t0
+	clk := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	// Each read of the store takes a second of the clock.
+	slow := intercept.NewStore(st, func(ctx context.Context, op string, call func(context.Context) error) error {
+		mu.Lock()
+		now = now.Add(time.Second)
+		mu.Unlock()
+		return call(ctx)
+	})
+	type told struct {
+		pool  string
+		hosts []string
+		begun time.Time
+	}
+	var got []told
+	vs := New(Config{Store: slow, Now: clk, HostsRead: func(pool string, hosts []*vdibroker.SessionHost, begun time.Time) {
+		var names []string
+		for _, h := range hosts {
+			names = append(names, h.Name)
+		}
+		got = append(got, told{pool, names, begun})
+	}})
+	if err := vs.Ensure(t.Context(), vs.Get("p")); err != nil {
+		t.Fatal(err)
+	}
+	if err := vs.Ensure(t.Context(), vs.Get("nopool")); vdibroker.ErrorCode(err) != vdibroker.ENotFound {
+		t.Fatalf("read of a pool that does not exist: %v, want NotFound", err)
+	}
+	want := []told{{"p", []string{"h1"}, t0}, {"nopool", nil, clk().Add(-time.Second)}}
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(told{})); diff != "" {
+		t.Errorf("HostsRead was told (-want +got):\n%s", diff)
+	}
 }

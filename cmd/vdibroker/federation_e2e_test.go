@@ -61,36 +61,51 @@ func freePort(tb testing.TB) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
+// portAttempts bounds the starts of a child on a port freePort picked:
+// another process may take the port between freePort and the child's
+// bind, and the child is then started again on another.
+const portAttempts = 5
+
+// portTaken reports whether a child's output says it could not listen
+// because its address was in use.
+func portTaken(output string) bool {
+	return strings.Contains(output, "address already in use") || strings.Contains(output, "Only one usage of each socket address")
+}
+
 func startPod(t testing.TB, bin, dir, secretFile, name, site string, extra ...string) *fedPod {
 	t.Helper()
-	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	url := "http://" + addr
-	pr, pw := io.Pipe()
-	args := append([]string{"serve", "--listen", addr,
-		"--data-dir", filepath.Join(dir, name), "--pod-name", name, "--site", site, "--external-url", url,
-		"--federation-secret-file", secretFile, "--pod-timeout", fedTimeout.String(),
-		"--federation-allow", "http://127.0.0.1"}, // the peers are on loopback, over http (not allowed by default)
-		extra...) // a flag given again here wins
-	p := e2eStart(t, bin, []string{"VDIBROKER_ADMIN_TOKEN=" + fedAdmin}, pw, args...)
-	t.Cleanup(func() { pw.Close() })
-	ready := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(pr)
-		for sc.Scan() {
-			if strings.HasPrefix(sc.Text(), "vdibroker listening on ") {
-				close(ready)
+	for attempt := 1; ; attempt++ {
+		addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+		url := "http://" + addr
+		pr, pw := io.Pipe()
+		args := append([]string{"serve", "--listen", addr,
+			"--data-dir", filepath.Join(dir, name), "--pod-name", name, "--site", site, "--external-url", url,
+			"--federation-secret-file", secretFile, "--pod-timeout", fedTimeout.String(),
+			"--federation-allow", "http://127.0.0.1"}, // the peers are on loopback, over http (not allowed by default)
+			extra...) // a flag given again here wins
+		p := e2eStart(t, bin, []string{"VDIBROKER_ADMIN_TOKEN=" + fedAdmin}, pw, args...)
+		t.Cleanup(func() { pw.Close() })
+		ready := make(chan struct{})
+		go func() {
+			sc := bufio.NewScanner(pr)
+			for sc.Scan() {
+				if strings.HasPrefix(sc.Text(), "vdibroker listening on ") {
+					close(ready)
+				}
 			}
+		}()
+		select {
+		case <-ready:
+			return &fedPod{name: name, site: site, url: url, proc: p,
+				api: e2eAPI{tb: t, base: url, token: fedAdmin}, client: vhttp.NewClient(url, fedAdmin)}
+		case <-p.done:
+			if out := p.stderr.String(); !portTaken(out) || attempt == portAttempts {
+				t.Fatalf("pod %s exited (attempt %d of %d): %v\n%s", name, attempt, portAttempts, p.err, out)
+			}
+		case <-time.After(60 * time.Second):
+			t.Fatalf("pod %s did not start", name)
 		}
-	}()
-	select {
-	case <-ready:
-	case <-p.done:
-		t.Fatalf("pod %s exited: %v\n%s", name, p.err, p.stderr.String())
-	case <-time.After(60 * time.Second):
-		t.Fatalf("pod %s did not start", name)
 	}
-	return &fedPod{name: name, site: site, url: url, proc: p,
-		api: e2eAPI{tb: t, base: url, token: fedAdmin}, client: vhttp.NewClient(url, fedAdmin)}
 }
 
 // addPool creates a pooled BreadthFirst pool with one session host, which

@@ -135,27 +135,48 @@ func startHydra(t *testing.T, bin string) (issuer, admin string) {
 	appSrv.Start()
 	t.Cleanup(appSrv.Close)
 	appURL := "http://localhost:" + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-	pub, adm := freePort(t), freePort(t)
-	issuer, admin = "http://localhost:"+strconv.Itoa(pub), "http://127.0.0.1:"+strconv.Itoa(adm)
-	app.admin = admin
-	cmd := exec.Command(bin, "serve", "all", "--dev")
-	cmd.Env = append(os.Environ(), "DSN=memory", "SECRETS_SYSTEM=vdibroker-test-hydra-system-secret", "LOG_LEVEL=warn",
-		"URLS_SELF_ISSUER="+issuer, "URLS_LOGIN="+appURL+"/login", "URLS_CONSENT="+appURL+"/consent", "URLS_LOGOUT="+appURL+"/logout",
-		"SERVE_PUBLIC_HOST=127.0.0.1", "SERVE_PUBLIC_PORT="+strconv.Itoa(pub), "SERVE_ADMIN_HOST=127.0.0.1", "SERVE_ADMIN_PORT="+strconv.Itoa(adm))
-	logf, _ := os.Create(filepath.Join(t.TempDir(), "hydra.log"))
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait(); logf.Close() })
-	e2eEventually(t, "Hydra ready", 60*time.Second, func() bool {
-		res, err := http.Get(admin + "/health/ready")
-		if err != nil {
-			return false
+	for attempt := 1; ; attempt++ {
+		pub, adm := freePort(t), freePort(t)
+		issuer, admin = "http://localhost:"+strconv.Itoa(pub), "http://127.0.0.1:"+strconv.Itoa(adm)
+		app.admin = admin
+		cmd := exec.Command(bin, "serve", "all", "--dev")
+		cmd.Env = append(os.Environ(), "DSN=memory", "SECRETS_SYSTEM=vdibroker-test-hydra-system-secret", "LOG_LEVEL=warn",
+			"URLS_SELF_ISSUER="+issuer, "URLS_LOGIN="+appURL+"/login", "URLS_CONSENT="+appURL+"/consent", "URLS_LOGOUT="+appURL+"/logout",
+			"SERVE_PUBLIC_HOST=127.0.0.1", "SERVE_PUBLIC_PORT="+strconv.Itoa(pub), "SERVE_ADMIN_HOST=127.0.0.1", "SERVE_ADMIN_PORT="+strconv.Itoa(adm))
+		logPath := filepath.Join(t.TempDir(), "hydra.log")
+		logf, _ := os.Create(logPath)
+		cmd.Stdout, cmd.Stderr = logf, logf
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
 		}
-		res.Body.Close()
-		return res.StatusCode == 200
-	})
+		exited := make(chan struct{})
+		go func() { cmd.Wait(); close(exited) }()
+		t.Cleanup(func() { cmd.Process.Kill(); <-exited; logf.Close() })
+		gone := false
+		e2eEventually(t, "Hydra ready", 60*time.Second, func() bool {
+			select {
+			case <-exited:
+				gone = true
+				return true
+			default:
+			}
+			// Bounded: what took a port may not answer.
+			res, err := (&http.Client{Timeout: 2 * time.Second}).Get(admin + "/health/ready")
+			if err != nil {
+				return false
+			}
+			res.Body.Close()
+			return res.StatusCode == 200
+		})
+		if !gone {
+			break
+		}
+		// Another process took a port freePort picked before Hydra
+		// bound it: again on others.
+		if out, _ := os.ReadFile(logPath); !portTaken(string(out)) || attempt == portAttempts {
+			t.Fatalf("Hydra exited (attempt %d of %d):\n%s", attempt, portAttempts, out)
+		}
+	}
 	return issuer, admin
 }
 

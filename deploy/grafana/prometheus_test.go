@@ -61,10 +61,17 @@ func buildBroker(t *testing.T, dir string) string {
 	return bin
 }
 
+// child is a process startProcess started.
+type child struct {
+	cmd     *exec.Cmd
+	done    chan struct{} // closed once it exited
+	logPath string        // its stderr
+}
+
 // startProcess runs name with args, its output in a file of dir kept for
 // the failure message, killed when the test ends. With a prefix, it
 // returns what follows the first stdout line that starts with it.
-func startProcess(t *testing.T, dir, name string, env, args []string, prefix string) (*exec.Cmd, string) {
+func startProcess(t *testing.T, dir, name string, env, args []string, prefix string) (*child, string) {
 	t.Helper()
 	cmd := exec.Command(name, args...)
 	cmd.Env = append(os.Environ(), env...)
@@ -105,18 +112,64 @@ func startProcess(t *testing.T, dir, name string, env, args []string, prefix str
 			}
 		}
 	}()
+	c := &child{cmd: cmd, done: done, logPath: logPath}
 	if prefix == "" {
-		return cmd, ""
+		return c, ""
 	}
 	select {
 	case rest := <-found:
-		return cmd, rest
+		return c, rest
 	case <-done:
 		t.Fatalf("%s exited before printing %q", name, prefix)
 	case <-time.After(60 * time.Second):
 		t.Fatalf("%s printed no %q", name, prefix)
 	}
 	return nil, ""
+}
+
+// portAttempts bounds the starts of a child on a port freePort picked:
+// another process may take the port between freePort and the child's
+// bind, and the child is then started again on another.
+const portAttempts = 5
+
+// portTaken reports whether a child's output says it could not listen
+// because its address was in use.
+func portTaken(output string) bool {
+	return strings.Contains(output, "address already in use") || strings.Contains(output, "Only one usage of each socket address")
+}
+
+// startPrometheus runs Prometheus with args on a loopback port of its
+// own and returns its address once it is ready, starting it again on
+// another port when one freePort picked was taken before it bound it.
+func startPrometheus(t *testing.T, dir, bin string, args ...string) string {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+		c, _ := startProcess(t, dir, bin, nil, append(slices.Clip(args), "--web.listen-address="+addr), "")
+		exited := false
+		eventually(t, "Prometheus ready", 60*time.Second, func() bool {
+			select {
+			case <-c.done:
+				exited = true
+				return true
+			default:
+			}
+			// Bounded: what took the port may not answer.
+			res, err := (&http.Client{Timeout: 2 * time.Second}).Get("http://" + addr + "/-/ready")
+			if err != nil {
+				return false
+			}
+			res.Body.Close()
+			return res.StatusCode == 200
+		})
+		if !exited {
+			return addr
+		}
+		out, _ := os.ReadFile(c.logPath)
+		if !portTaken(string(out)) || attempt == portAttempts {
+			t.Fatalf("Prometheus on %s exited (attempt %d of %d):\n%s", addr, attempt, portAttempts, out)
+		}
+	}
 }
 
 // freePort returns a loopback port nothing listens on now.
@@ -263,9 +316,9 @@ func TestDashboardAgainstPrometheus(t *testing.T) {
 	env := []string{"VDIBROKER_ADMIN_TOKEN=" + admin, "VDIBROKER_DATABASE=" + dsn}
 	var replicas []*replica
 	for _, name := range []string{"a", "b"} {
-		cmd, base := startProcess(t, dir, bin, env, []string{"serve", "--listen", "127.0.0.1:0", "--data-dir", filepath.Join(dir, name),
+		c, base := startProcess(t, dir, bin, env, []string{"serve", "--listen", "127.0.0.1:0", "--data-dir", filepath.Join(dir, name),
 			"--autoscale-interval", "0"}, "vdibroker listening on ")
-		replicas = append(replicas, &replica{base: base, cmd: cmd})
+		replicas = append(replicas, &replica{base: base, cmd: c.cmd})
 	}
 	cA, cB := vhttp.NewClient(replicas[0].base, admin), vhttp.NewClient(replicas[1].base, admin)
 
@@ -283,9 +336,7 @@ scrape_configs:
     static_configs:
       - targets: [%s]
 `, strings.Join(targets, ", "))), 0o644)
-	promAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	startProcess(t, dir, promBin, nil, []string{"--config.file=" + cfg, "--storage.tsdb.path=" + filepath.Join(dir, "tsdb"),
-		"--web.listen-address=" + promAddr, "--log.level=warn"}, "")
+	promAddr := startPrometheus(t, dir, promBin, "--config.file="+cfg, "--storage.tsdb.path="+filepath.Join(dir, "tsdb"), "--log.level=warn")
 	p := prom{t: t, base: "http://" + promAddr}
 	eventually(t, "Prometheus scraping both replicas", 60*time.Second, func() bool {
 		res, err := http.Get(p.base + "/-/ready")
