@@ -1,0 +1,202 @@
+package broker
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/power"
+)
+
+// TestPersonalOwnHostAnswersHold_RA4: what alice's connect is answered
+// about her own Personal host h1, which her first connect started at S
+// (start VM on connect, the pool's heartbeat timeout 90 s), and that the
+// answer holds when she follows it: a Retry-After sends her back when
+// her desktop is up (she lands on it) or, if it is not, when its start
+// has timed out (then, and only then, she is told it needs an
+// administrator, ReasonStartByAdministrator). S is a whole second W plus
+// 0.3 s, so the start times out at T = S + 600 s = W + 600.3; her retry
+// comes at her connect plus the Retry-After in whole seconds (the
+// header's). All on the injected clock.
+func TestPersonalOwnHostAnswersHold_RA4(t *testing.T) {
+	const never = time.Duration(-1)
+	for _, tc := range []struct {
+		name string
+		// said: after S, when her agent says its machine is going down
+		// (a reboot or a shutdown look alike); never.
+		said time.Duration
+		// up: after S, when her agent heartbeats (its machine came
+		// up, or back after a reboot); never.
+		up time.Duration
+		at time.Duration // after S, her connect
+		// code, retry (whole seconds, 0 for none) and byAdmin (the
+		// reason ReasonStartByAdministrator) of her connect's answer.
+		code    string
+		retry   int
+		byAdmin bool
+		// then: her retry after the Retry-After lands on h1 ("") or is
+		// answered with this code, for an administrator (a retry of an
+		// answer without Retry-After is not made).
+		then string
+	}{
+		// T - at = 30 s: the usual 30 s, her retry at T.
+		{"starting, 30 s before its timeout", never, never, 570 * time.Second, vdibroker.EHostStarting, 30, false, vdibroker.ENoCapacity},
+		// T - at = 20 s: 20, not 30, which sent her to W + 610.3,
+		// 10 s past T, told to try again for a start timed out.
+		{"starting, 20 s before its timeout", never, never, 580 * time.Second, vdibroker.EHostStarting, 20, false, vdibroker.ENoCapacity},
+		// T - at = 19.5 s: 20 up, her retry at T + 0.5 s.
+		{"starting, 19.5 s before its timeout", never, never, 580*time.Second + 500*time.Millisecond, vdibroker.EHostStarting, 20, false, vdibroker.ENoCapacity},
+		// T - at = 0.4 s: 1 s at least, her retry at T + 0.6 s.
+		{"starting, 0.4 s before its timeout", never, never, 599*time.Second + 600*time.Millisecond, vdibroker.EHostStarting, 1, false, vdibroker.ENoCapacity},
+		// Its agent heartbeats at S + 590: her retry at T lands on it.
+		{"starting, up before her retry", never, 590 * time.Second, 580 * time.Second, vdibroker.EHostStarting, 20, false, ""},
+		// Early in its start: the usual 30 s.
+		{"starting, early", never, never, time.Minute, vdibroker.EHostStarting, 30, false, vdibroker.EHostStarting},
+		{"starting, timed out", never, never, 600 * time.Second, vdibroker.ENoCapacity, 0, true, ""},
+		// Its agent says at S + 540 (W + 540.3) that it goes down: down
+		// from W + 631 (W + 540.3 + 90, the next whole second), 90.7 s,
+		// 91 up, past T. The machine reboots and heartbeats at S + 600,
+		// within the heartbeat timeout: her retry lands on it. (Before,
+		// she was told at once to ask her helpdesk.)
+		{"rebooting late in its start, back within the heartbeat timeout", 540 * time.Second, 600 * time.Second, 540 * time.Second, vdibroker.ENoCapacity, 91, false, ""},
+		// The same, but its machine stays down: her retry, past T and
+		// the heartbeat timeout, is for an administrator.
+		{"shutting down late in its start, down", 540 * time.Second, never, 540 * time.Second, vdibroker.ENoCapacity, 91, false, vdibroker.ENoCapacity},
+		// Said at S + 60: down from W + 151, 90.7 s, 91 up, before T:
+		// her retry finds it starting still (a wait that may end with
+		// her desktop).
+		{"shutting down early in its start", time.Minute, never, time.Minute, vdibroker.ENoCapacity, 91, false, vdibroker.EHostStarting},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			svc, st, fc, sim, _ := unknownFixture(t, vdibroker.Personal, "sim", 1, "h1")
+			ctx := t.Context()
+			if _, err := st.UpdateSessionHost(ctx, "pwr", "h1", func(h *vdibroker.SessionHost) error { h.AssignedUsers = []string{"alice"}; return nil }); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := st.SetPowerState(ctx, "pwr", "h1", vdibroker.PowerStopped, fc.Now()); err != nil {
+				t.Fatal(err)
+			}
+			s := fc.Now().Truncate(time.Second).Add(time.Second + 300*time.Millisecond)
+			fc.SetTime(s)
+			if code, err := connectCode(t, svc, "alice"); code != vdibroker.EHostStarting || vdibroker.ErrorRetryAfter(err) != power.StartRetryAfter {
+				t.Fatalf("alice's first connect: %v (Retry-After %s), want HostStarting, 30 s", err, vdibroker.ErrorRetryAfter(err))
+			}
+			// The events at their times, in order, up to until.
+			type event struct {
+				at   time.Duration
+				down bool
+			}
+			var events []event
+			if tc.said >= 0 {
+				events = append(events, event{tc.said, true})
+			}
+			if tc.up >= 0 {
+				events = append(events, event{tc.up, false})
+			}
+			until := func(d time.Duration) {
+				t.Helper()
+				for len(events) > 0 && events[0].at <= d {
+					fc.SetTime(s.Add(events[0].at))
+					if _, err := svc.Heartbeat(ctx, &vdibroker.SessionHost{HostPool: "pwr", Name: "h1"}, &vdibroker.HeartbeatRequest{ShuttingDown: events[0].down}); err != nil {
+						t.Fatal(err)
+					}
+					events = events[1:]
+				}
+				fc.SetTime(s.Add(d))
+			}
+			until(tc.at)
+			code, err := connectCode(t, svc, "alice")
+			// The Retry-After header's whole seconds, rounded up.
+			retry := (vdibroker.ErrorRetryAfter(err) + time.Second - 1) / time.Second * time.Second
+			if code != tc.code || retry != time.Duration(tc.retry)*time.Second || (vdibroker.ErrorReason(err) == vdibroker.ReasonStartByAdministrator) != tc.byAdmin {
+				t.Fatalf("her connect at S + %s: %v (Retry-After %s, reason %q); want %s, Retry-After %d s, for an administrator %v",
+					tc.at, err, retry, vdibroker.ErrorReason(err), tc.code, tc.retry, tc.byAdmin)
+			}
+			if tc.retry == 0 {
+				if !strings.Contains(err.Error(), "an administrator can start it again") {
+					t.Errorf("her connect: %v, want it to say that an administrator can start it again", err)
+				}
+				return
+			}
+			// Her retry, when told.
+			until(tc.at + retry)
+			code, err = connectCode(t, svc, "alice")
+			if code != tc.then || (code == vdibroker.ENoCapacity) != (vdibroker.ErrorReason(err) == vdibroker.ReasonStartByAdministrator) {
+				t.Fatalf("her retry at S + %s: %v (reason %q), want %q (lands on h1 if empty; NoCapacity for an administrator)", tc.at+retry, err, vdibroker.ErrorReason(err), tc.then)
+			}
+			if code == vdibroker.ENoCapacity && tc.said >= 0 && !strings.Contains(err.Error(), "only that its machine was going down") {
+				t.Errorf("her retry: %v, want it to say that its agent said only that its machine was going down", err)
+			}
+			if n := sim.Calls("start", "pwr", "h1"); n != 1 {
+				t.Errorf("h1 started %d times, want once (her first connect)", n)
+			}
+		})
+	}
+}
+
+// TestPersonalOwnHostGoingDownAnswers_RA4: alice's own Personal host h1
+// runs (recorded Running, its agent heartbeats) until its agent says at
+// B = W + 0.3 s that its machine is going down: a restart or a shutdown
+// from within the machine, not the broker's stop, which records
+// Stopping. Her connect at B + 1 s is told that her desktop is shutting
+// down or restarting, with a Retry-After until the first whole second
+// after its agent has been silent for the heartbeat timeout (90 s): W +
+// 91, 89.7 s from her connect, 90 up. Not the placement's refusal, which
+// had no Retry-After and told an administrator to start the shut-down
+// host. Her retry then lands on h1 if it restarted (its agent heartbeats
+// again, within the heartbeat timeout), else it starts h1 for her
+// (HostStarting): her connect does, not an administrator.
+func TestPersonalOwnHostGoingDownAnswers_RA4(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		up   time.Duration // after B, when its agent heartbeats again; -1 never
+		then string        // her retry's code ("" lands on h1)
+	}{
+		{"restarts within the heartbeat timeout", 45 * time.Second, ""},
+		{"shuts down", -1, vdibroker.EHostStarting},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			svc, st, fc, sim, _ := unknownFixture(t, vdibroker.Personal, "sim", 1, "h1")
+			ctx := t.Context()
+			if _, err := st.UpdateSessionHost(ctx, "pwr", "h1", func(h *vdibroker.SessionHost) error { h.AssignedUsers = []string{"alice"}; return nil }); err != nil {
+				t.Fatal(err)
+			}
+			recordRunning(t, svc, st, fc, "h1")
+			b := fc.Now().Truncate(time.Second).Add(time.Second + 300*time.Millisecond)
+			fc.SetTime(b)
+			hb := func(down bool) {
+				t.Helper()
+				if _, err := svc.Heartbeat(ctx, &vdibroker.SessionHost{HostPool: "pwr", Name: "h1"}, &vdibroker.HeartbeatRequest{ShuttingDown: down}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			hb(true)
+			fc.SetTime(b.Add(time.Second))
+			code, err := connectCode(t, svc, "alice")
+			if code != vdibroker.ENoCapacity || vdibroker.ErrorReason(err) != "" || !strings.Contains(err.Error(), "is shutting down or restarting") {
+				t.Fatalf("her connect while it goes down: %v (reason %q), want NoCapacity saying it shuts down or restarts", err, vdibroker.ErrorReason(err))
+			}
+			retry := (vdibroker.ErrorRetryAfter(err) + time.Second - 1) / time.Second * time.Second
+			if retry != 90*time.Second {
+				t.Fatalf("her connect while it goes down: Retry-After %s, want 90 s (until W + 91)", vdibroker.ErrorRetryAfter(err))
+			}
+			if tc.up >= 0 {
+				fc.SetTime(b.Add(tc.up))
+				hb(false)
+			}
+			fc.SetTime(b.Add(time.Second + retry))
+			code, err = connectCode(t, svc, "alice")
+			if code != tc.then {
+				t.Fatalf("her retry after %s: %v, want %q (lands on h1 if empty)", retry, err, tc.then)
+			}
+			want := 0
+			if tc.then == vdibroker.EHostStarting {
+				want = 1 // her retry started it
+			}
+			if n := sim.Calls("start", "pwr", "h1"); n != want {
+				t.Errorf("h1 started %d times, want %d", n, want)
+			}
+		})
+	}
+}
