@@ -392,8 +392,7 @@ func (p *Portal) view(secret string, l *vdibroker.PortalLaunch, lg *lang, now ti
 		if wait := launchWait(l); wait > 0 {
 			// The wait its answer gave, not a guess (R-A4): a host
 			// starting, or a Personal user's own desktop shutting down or
-			// restarting
-			// (NoCapacity, until its machine is down).
+			// restarting (NoCapacity, until its machine is down).
 			switch code {
 			case vdibroker.EHostStarting:
 				v.Message = lg.T("launch.failedStartingFor", l.Name) + " " + tryAgain(lg, wait)
