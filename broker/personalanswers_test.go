@@ -200,3 +200,57 @@ func TestPersonalOwnHostGoingDownAnswers_RA4(t *testing.T) {
 		})
 	}
 }
+
+// TestHeldConnectOfOwnHostStartTimingOut_RA4 (R-U4): alice's connect,
+// with a wait of 90 s, is held for her own Personal host h1, whose start
+// (at S) times out 20 s later. No event comes then, but from then her
+// connect is answered for an administrator: it is decided again at the
+// timeout, not held until its wait ends on a start that timed out. A
+// wait that ends before the timeout is decided once more then: its
+// Retry-After is what holds at its end (the 10 s left), not the 30 s of
+// its first decision, which would reach past the timeout.
+func TestHeldConnectOfOwnHostStartTimingOut_RA4(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		wait  time.Duration
+		left  time.Duration // T - her connect
+		step  time.Duration // the clock's step after she is held
+		code  string
+		retry time.Duration
+	}{
+		{"its start times out within her wait", 90 * time.Second, 20 * time.Second, 20 * time.Second, vdibroker.ENoCapacity, 0},
+		{"her wait ends first", 60 * time.Second, 70 * time.Second, 60 * time.Second, vdibroker.EHostStarting, 10 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			svc, st, fc, _, _ := unknownFixture(t, vdibroker.Personal, "sim", 1, "h1")
+			ctx := t.Context()
+			if _, err := st.UpdateSessionHost(ctx, "pwr", "h1", func(h *vdibroker.SessionHost) error { h.AssignedUsers = []string{"alice"}; return nil }); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := st.SetPowerState(ctx, "pwr", "h1", vdibroker.PowerStarting, fc.Now().Add(tc.left-power.StartTimeout)); err != nil {
+				t.Fatal(err)
+			}
+			base := fc.Waiters()
+			r := heldConnect(t, ctx, svc, "alice", tc.wait, 1)
+			// The wait's bound and, within it, the start's timeout.
+			want := base + 2
+			if tc.left > tc.wait {
+				want = base + 1
+			}
+			for deadline := time.Now().Add(10 * time.Second); fc.Waiters() < want; {
+				if time.Now().After(deadline) {
+					t.Fatalf("her held connect has %d timers on the clock within 10 s, want %d", fc.Waiters()-base, want-base)
+				}
+				time.Sleep(time.Millisecond) // a goroutine to be scheduled, not a clock
+			}
+			fc.Step(tc.step - time.Second)
+			notYet(t, r, "a second before")
+			fc.Step(time.Second)
+			got := answer(t, r)
+			if vdibroker.ErrorCode(got.err) != tc.code || vdibroker.ErrorRetryAfter(got.err) != tc.retry ||
+				(tc.code == vdibroker.ENoCapacity) != (vdibroker.ErrorReason(got.err) == vdibroker.ReasonStartByAdministrator) {
+				t.Fatalf("her held connect: %+v, %v (Retry-After %s); want %s, Retry-After %s", got.a, got.err, vdibroker.ErrorRetryAfter(got.err), tc.code, tc.retry)
+			}
+		})
+	}
+}

@@ -704,7 +704,11 @@ func (s *Service) StartOnConnect(ctx context.Context, pool *vdibroker.HostPool, 
 			return desktopShuttingDown(mine, user, timeout, now)
 		}
 		if mine.PowerState == vdibroker.PowerStarting && !vdibroker.StartTimedOut(mine, now) {
-			return hostStarting(pool.Name, mine.Name, ownStartRetryAfter(mine, now))
+			err := hostStarting(pool.Name, mine.Name, ownStartRetryAfter(mine, now))
+			if mine.PowerStateTime != nil {
+				err.timesOut = mine.PowerStateTime.Add(StartTimeout)
+			}
+			return err
 		}
 		s.Unwait(pool.Name, user)
 		if mine.PowerState == vdibroker.PowerStarting {
@@ -883,7 +887,7 @@ func (s *Service) startForConnect(ctx context.Context, d Driver, pool *vdibroker
 // alone, which every reader shows in its own form (the CLI's " (try again
 // in 30 s)", the portal's own words), so the line an administrator reads
 // says the wait once.
-func hostStarting(pool, host string, retry time.Duration) error {
+func hostStarting(pool, host string, retry time.Duration) *startingError {
 	msg := fmt.Sprintf("host pool %q has no capacity now; a session host is starting", pool)
 	if host != "" {
 		msg = fmt.Sprintf("host pool %q has no capacity now; session host %q is starting", pool, host)
@@ -892,10 +896,12 @@ func hostStarting(pool, host string, retry time.Duration) error {
 }
 
 // startingError is StartOnConnect's HostStarting, naming the host it
-// started for the user (or the user's own, starting), if one.
+// started for the user (or the user's own, starting), if one, and, for a
+// Personal user's own host, when its start times out.
 type startingError struct {
-	err  *vdibroker.Error
-	host string
+	err      *vdibroker.Error
+	host     string
+	timesOut time.Time
 }
 
 func (e *startingError) Error() string { return e.err.Error() }
@@ -911,6 +917,19 @@ func StartingHost(err error) string {
 		return e.host
 	}
 	return ""
+}
+
+// StartTimesOut returns when the start of the Personal user's own host
+// that a HostStarting error of StartOnConnect waits for times out (R-A4):
+// from then her connect is answered otherwise (her desktop, or that it
+// needs an administrator), so a connect held for it (R-U4) is decided
+// again then. Zero for any other answer.
+func StartTimesOut(err error) time.Time {
+	var e *startingError
+	if errors.As(err, &e) {
+		return e.timesOut
+	}
+	return time.Time{}
 }
 
 // wait records that user waits for a host in pool and returns how many
