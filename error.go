@@ -49,7 +49,8 @@ const EPreconditionFailed = "PreconditionFailed"
 // no Retry-After and tells her to ask her helpdesk, not to try again.
 // While its agent has said within the heartbeat timeout that its machine
 // goes down, it is not given: a reboot says the same and is back by
-// itself, so she is told to try again once the machine is down.
+// itself, so she is told to try again (a Retry-After of at most 30 s,
+// each retry told the same) until the machine is down.
 const ReasonStartByAdministrator = "StartByAdministrator"
 
 // Error is the one error type of the domain. Code is one of the E* constants,

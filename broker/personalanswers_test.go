@@ -18,11 +18,17 @@ import (
 // administrator, ReasonStartByAdministrator). S is a whole second W plus
 // 0.3 s, so the start times out at T = S + 600 s = W + 600.3; her retry
 // comes at her connect plus the Retry-After in whole seconds (the
-// header's). All on the injected clock.
+// header's). A Retry-After is never more than 30 s (power.StartRetryAfter),
+// whatever the pool's heartbeat timeout (up to an hour): while her
+// desktop goes down she follows each one and is told the same, with the
+// wait as of then, until the retry that comes when it is down or back.
+// All on the injected clock.
 func TestPersonalOwnHostAnswersHold_RA4(t *testing.T) {
 	const never = time.Duration(-1)
 	for _, tc := range []struct {
 		name string
+		// hb: the pool's heartbeat timeout; 0 for the fixture's 90 s.
+		hb time.Duration
 		// said: after S, when her agent says its machine is going down
 		// (a reboot or a shutdown look alike); never.
 		said time.Duration
@@ -35,42 +41,64 @@ func TestPersonalOwnHostAnswersHold_RA4(t *testing.T) {
 		code    string
 		retry   int
 		byAdmin bool
-		// then: her retry after the Retry-After lands on h1 ("") or is
-		// answered with this code, for an administrator (a retry of an
-		// answer without Retry-After is not made).
+		// then: her retry after the Retry-After (after those that say
+		// it goes down, until down) lands on h1 ("") or is answered
+		// with this code, for an administrator (a retry of an answer
+		// without Retry-After is not made).
 		then string
+		// last: after S, when that retry comes (0: not checked).
+		last time.Duration
 	}{
 		// T - at = 30 s: the usual 30 s, her retry at T.
-		{"starting, 30 s before its timeout", never, never, 570 * time.Second, vdibroker.EHostStarting, 30, false, vdibroker.ENoCapacity},
+		{"starting, 30 s before its timeout", 0, never, never, 570 * time.Second, vdibroker.EHostStarting, 30, false, vdibroker.ENoCapacity, 0},
 		// T - at = 20 s: 20, not 30, which sent her to W + 610.3,
 		// 10 s past T, told to try again for a start timed out.
-		{"starting, 20 s before its timeout", never, never, 580 * time.Second, vdibroker.EHostStarting, 20, false, vdibroker.ENoCapacity},
+		{"starting, 20 s before its timeout", 0, never, never, 580 * time.Second, vdibroker.EHostStarting, 20, false, vdibroker.ENoCapacity, 0},
 		// T - at = 19.5 s: 20 up, her retry at T + 0.5 s.
-		{"starting, 19.5 s before its timeout", never, never, 580*time.Second + 500*time.Millisecond, vdibroker.EHostStarting, 20, false, vdibroker.ENoCapacity},
+		{"starting, 19.5 s before its timeout", 0, never, never, 580*time.Second + 500*time.Millisecond, vdibroker.EHostStarting, 20, false, vdibroker.ENoCapacity, 0},
 		// T - at = 0.4 s: 1 s at least, her retry at T + 0.6 s.
-		{"starting, 0.4 s before its timeout", never, never, 599*time.Second + 600*time.Millisecond, vdibroker.EHostStarting, 1, false, vdibroker.ENoCapacity},
+		{"starting, 0.4 s before its timeout", 0, never, never, 599*time.Second + 600*time.Millisecond, vdibroker.EHostStarting, 1, false, vdibroker.ENoCapacity, 0},
 		// Its agent heartbeats at S + 590: her retry at T lands on it.
-		{"starting, up before her retry", never, 590 * time.Second, 580 * time.Second, vdibroker.EHostStarting, 20, false, ""},
+		{"starting, up before her retry", 0, never, 590 * time.Second, 580 * time.Second, vdibroker.EHostStarting, 20, false, "", 0},
 		// Early in its start: the usual 30 s.
-		{"starting, early", never, never, time.Minute, vdibroker.EHostStarting, 30, false, vdibroker.EHostStarting},
-		{"starting, timed out", never, never, 600 * time.Second, vdibroker.ENoCapacity, 0, true, ""},
+		{"starting, early", 0, never, never, time.Minute, vdibroker.EHostStarting, 30, false, vdibroker.EHostStarting, 0},
+		{"starting, timed out", 0, never, never, 600 * time.Second, vdibroker.ENoCapacity, 0, true, "", 0},
 		// Its agent says at S + 540 (W + 540.3) that it goes down: down
-		// from W + 631 (W + 540.3 + 90, the next whole second), 90.7 s,
-		// 91 up, past T. The machine reboots and heartbeats at S + 600,
-		// within the heartbeat timeout: her retry lands on it. (Before,
-		// she was told at once to ask her helpdesk.)
-		{"rebooting late in its start, back within the heartbeat timeout", 540 * time.Second, 600 * time.Second, 540 * time.Second, vdibroker.ENoCapacity, 91, false, ""},
-		// The same, but its machine stays down: her retry, past T and
-		// the heartbeat timeout, is for an administrator.
-		{"shutting down late in its start, down", 540 * time.Second, never, 540 * time.Second, vdibroker.ENoCapacity, 91, false, vdibroker.ENoCapacity},
-		// Said at S + 60: down from W + 151, 90.7 s, 91 up, before T:
-		// her retry finds it starting still (a wait that may end with
-		// her desktop).
-		{"shutting down early in its start", time.Minute, never, time.Minute, vdibroker.ENoCapacity, 91, false, vdibroker.EHostStarting},
+		// from W + 631 (W + 540.3 + 90, the next whole second), 90.7 s
+		// away, past T: Retry-After 30 s, at S + 570 the same. The
+		// machine reboots and heartbeats at S + 600, within the
+		// heartbeat timeout: her retry then lands on it. (Before, she
+		// was told at once to ask her helpdesk.)
+		{"rebooting late in its start, back within the heartbeat timeout", 0, 540 * time.Second, 600 * time.Second, 540 * time.Second, vdibroker.ENoCapacity, 30, false, "", 600 * time.Second},
+		// The same, but its machine stays down: her retries until it is
+		// down: at S + 570, S + 600 (past T, still going down) the
+		// same, then 30.7 s, 31 up, her retry at S + 631 (W + 631.3),
+		// past the heartbeat timeout: for an administrator.
+		{"shutting down late in its start, down", 0, 540 * time.Second, never, 540 * time.Second, vdibroker.ENoCapacity, 30, false, vdibroker.ENoCapacity, 631 * time.Second},
+		// Said at S + 60: down from W + 151, 90.7 s, before T: her
+		// retries at S + 90, S + 120 and S + 151 (30.7 s, 31 up), the
+		// last finds it starting still (a wait that may end with her
+		// desktop).
+		{"shutting down early in its start", 0, time.Minute, never, time.Minute, vdibroker.ENoCapacity, 30, false, vdibroker.EHostStarting, 151 * time.Second},
+		// A heartbeat timeout of an hour (the most a pool may have),
+		// said at S + 60: down from W + 3661, an hour away, but she is
+		// told 30 s, not 3600.7 s; her retries every 30 s are told the
+		// same until the one at S + 3661, after T: for an administrator.
+		{"shutting down, heartbeat timeout an hour", time.Hour, time.Minute, never, time.Minute, vdibroker.ENoCapacity, 30, false, vdibroker.ENoCapacity, 3661 * time.Second},
+		// The same, 10 minutes (a minute past T, when she is told).
+		{"shutting down, heartbeat timeout 10 minutes", 10 * time.Minute, 9 * time.Minute, never, 9 * time.Minute, vdibroker.ENoCapacity, 30, false, vdibroker.ENoCapacity, 1141 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			svc, st, fc, sim, _ := unknownFixture(t, vdibroker.Personal, "sim", 1, "h1")
 			ctx := t.Context()
+			if tc.hb > 0 {
+				if _, err := svc.UpdatePool(ctx, "pwr", func(p *vdibroker.HostPool) error {
+					p.HeartbeatTimeoutSeconds = int(tc.hb / time.Second)
+					return nil
+				}, vdibroker.Precondition{}); err != nil {
+					t.Fatal(err)
+				}
+			}
 			if _, err := st.UpdateSessionHost(ctx, "pwr", "h1", func(h *vdibroker.SessionHost) error { h.AssignedUsers = []string{"alice"}; return nil }); err != nil {
 				t.Fatal(err)
 			}
@@ -119,11 +147,25 @@ func TestPersonalOwnHostAnswersHold_RA4(t *testing.T) {
 				}
 				return
 			}
-			// Her retry, when told.
-			until(tc.at + retry)
+			// Her retry, when told; while it says her desktop goes down,
+			// the next, each with at most 30 s, until it is down.
+			at := tc.at + retry
+			until(at)
 			code, err = connectCode(t, svc, "alice")
+			for tc.said >= 0 && code == vdibroker.ENoCapacity && vdibroker.ErrorReason(err) == "" && strings.Contains(err.Error(), "is shutting down") {
+				ra := vdibroker.ErrorRetryAfter(err)
+				if ra <= 0 || ra > power.StartRetryAfter {
+					t.Fatalf("her retry at S + %s: %v, Retry-After %s, want one of at most %s", at, err, ra, power.StartRetryAfter)
+				}
+				at += (ra + time.Second - 1) / time.Second * time.Second
+				until(at)
+				code, err = connectCode(t, svc, "alice")
+			}
+			if tc.last > 0 && at != tc.last {
+				t.Errorf("her last retry at S + %s, want S + %s", at, tc.last)
+			}
 			if code != tc.then || (code == vdibroker.ENoCapacity) != (vdibroker.ErrorReason(err) == vdibroker.ReasonStartByAdministrator) {
-				t.Fatalf("her retry at S + %s: %v (reason %q), want %q (lands on h1 if empty; NoCapacity for an administrator)", tc.at+retry, err, vdibroker.ErrorReason(err), tc.then)
+				t.Fatalf("her retry at S + %s: %v (reason %q), want %q (lands on h1 if empty; NoCapacity for an administrator)", at, err, vdibroker.ErrorReason(err), tc.then)
 			}
 			if code == vdibroker.ENoCapacity && tc.said >= 0 && !strings.Contains(err.Error(), "only that its machine was going down") {
 				t.Errorf("her retry: %v, want it to say that its agent said only that its machine was going down", err)
@@ -142,7 +184,8 @@ func TestPersonalOwnHostAnswersHold_RA4(t *testing.T) {
 // Stopping. Her connect at B + 1 s is told that her desktop is shutting
 // down or restarting, with a Retry-After until the first whole second
 // after its agent has been silent for the heartbeat timeout (90 s): W +
-// 91, 89.7 s from her connect, 90 up. Not the placement's refusal, which
+// 91, 89.7 s from her connect, but at most 30 s: she is told the same
+// at each retry until then. Not the placement's refusal, which
 // had no Retry-After and told an administrator to start the shut-down
 // host. Her retry then lands on h1 if it restarted (its agent heartbeats
 // again, within the heartbeat timeout), else it starts h1 for her
@@ -177,18 +220,26 @@ func TestPersonalOwnHostGoingDownAnswers_RA4(t *testing.T) {
 			if code != vdibroker.ENoCapacity || vdibroker.ErrorReason(err) != "" || !strings.Contains(err.Error(), "is shutting down or restarting") {
 				t.Fatalf("her connect while it goes down: %v (reason %q), want NoCapacity saying it shuts down or restarts", err, vdibroker.ErrorReason(err))
 			}
-			retry := (vdibroker.ErrorRetryAfter(err) + time.Second - 1) / time.Second * time.Second
-			if retry != 90*time.Second {
-				t.Fatalf("her connect while it goes down: Retry-After %s, want 90 s (until W + 91)", vdibroker.ErrorRetryAfter(err))
+			// She follows each Retry-After, at most 30 s, and is told the
+			// same until her retry at W + 91 (B + 1 s + 30 + 30 + 29.7
+			// up to 30) or her desktop is back.
+			at, up := time.Second, tc.up >= 0
+			for code == vdibroker.ENoCapacity && strings.Contains(err.Error(), "is shutting down or restarting") {
+				ra := vdibroker.ErrorRetryAfter(err)
+				if ra <= 0 || ra > power.StartRetryAfter {
+					t.Fatalf("her connect at B + %s while it goes down: Retry-After %s, want one of at most %s", at, ra, power.StartRetryAfter)
+				}
+				at += (ra + time.Second - 1) / time.Second * time.Second
+				if up && at >= tc.up {
+					fc.SetTime(b.Add(tc.up))
+					hb(false)
+					up = false
+				}
+				fc.SetTime(b.Add(at))
+				code, err = connectCode(t, svc, "alice")
 			}
-			if tc.up >= 0 {
-				fc.SetTime(b.Add(tc.up))
-				hb(false)
-			}
-			fc.SetTime(b.Add(time.Second + retry))
-			code, err = connectCode(t, svc, "alice")
-			if code != tc.then {
-				t.Fatalf("her retry after %s: %v, want %q (lands on h1 if empty)", retry, err, tc.then)
+			if code != tc.then || (tc.up < 0 && at != 91*time.Second) {
+				t.Fatalf("her retry at B + %s: %v, want %q (lands on h1 if empty), at B + 91 s if it does not restart", at, err, tc.then)
 			}
 			want := 0
 			if tc.then == vdibroker.EHostStarting {

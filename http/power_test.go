@@ -603,7 +603,8 @@ func TestStartVMOnConnectPersonalDesktopShuttingDown_RA4(t *testing.T) {
 	}
 	said := e.clock.Now().UTC()
 	from := said.Add(timeout).Truncate(time.Second).Add(time.Second)
-	retry := int((from.Sub(said) + time.Second - 1) / time.Second)
+	// 90 s and a fraction until from, but at most 30 s (R-A4).
+	retry := min(int((from.Sub(said)+time.Second-1)/time.Second), 30)
 	resp, ve, raw := connect("dana")
 	if resp.StatusCode != 503 || ve == nil || ve.Code != vdibroker.ENoCapacity || resp.Header.Get("Retry-After") != strconv.Itoa(retry) {
 		t.Fatalf("dana, her desktop shutting down: %d Retry-After %q %s; want 503 NoCapacity, Retry-After %d", resp.StatusCode, resp.Header.Get("Retry-After"), raw, retry)
@@ -616,7 +617,7 @@ func TestStartVMOnConnectPersonalDesktopShuttingDown_RA4(t *testing.T) {
 		}
 	}
 	// The wait is said once, by the Retry-After: the message ends with
-	// the time, which the CLI's " (try again in 91 s)" follows.
+	// the time, which the CLI's " (try again in 30 s)" follows.
 	if want := "After the pool's heartbeat timeout (90 seconds) of silence from its agent, it is down from " + from.Format(time.RFC3339); !strings.HasSuffix(ve.Message, want) ||
 		strings.Contains(ve.Message, "try again") || strings.Contains(ve.Message, "(in ") {
 		t.Errorf("dana's answer %q: want it to end %q, the wait not in its words", ve.Message, want)
@@ -624,7 +625,8 @@ func TestStartVMOnConnectPersonalDesktopShuttingDown_RA4(t *testing.T) {
 	if got := []int{sim.Calls("start", pool, hosts[0]), sim.Calls("start", pool, hosts[1]), sim.Calls("start", pool, hosts[2])}; !slices.Equal(got, []int{1, 0, 0}) {
 		t.Fatalf("starts of %v: %v, want [1 0 0]", hosts, got)
 	}
-	// She tries again when told; her machine came back up.
+	// She tries again when it is down, as she is told at each retry
+	// until then; her machine came back up.
 	e.clock.Advance(from.Sub(e.clock.Now()))
 	e.heartbeat(hosts[0])
 	if r := e.mustConnect(pool, "dana"); r.SessionHost != hosts[0] {
@@ -634,7 +636,7 @@ func TestStartVMOnConnectPersonalDesktopShuttingDown_RA4(t *testing.T) {
 	// Erin's host says it shuts down 9 minutes into its start: by the
 	// time it is down, its start timed out, and connects never start it
 	// again. But a reboot says the same and is back by then: she is told
-	// to try again when it is down (the Retry-After), and what happens if
+	// to try again (the Retry-After, until it is down), and what happens if
 	// it does not come back; not at once to ask her helpdesk.
 	wantHostStarting(t, e, pool, "erin", hosts[1])
 	e.clock.Advance(vdibroker.HostStartTimeout - time.Minute)
@@ -642,7 +644,7 @@ func TestStartVMOnConnectPersonalDesktopShuttingDown_RA4(t *testing.T) {
 		t.Fatal(err)
 	}
 	erinFrom := e.clock.Now().UTC().Add(timeout).Truncate(time.Second).Add(time.Second)
-	erinRetry := int((erinFrom.Sub(e.clock.Now()) + time.Second - 1) / time.Second)
+	erinRetry := min(int((erinFrom.Sub(e.clock.Now())+time.Second-1)/time.Second), 30)
 	resp, ve, raw = connect("erin")
 	if want := "unless it comes back by itself (a reboot), it is down from " + erinFrom.Format(time.RFC3339) + " and, its start timed out by then (connects do not start it again), needs an administrator, who can start it again (vdibroker sessionhost start) then"; resp.StatusCode != 503 || ve == nil || ve.Code != vdibroker.ENoCapacity ||
 		!strings.Contains(ve.Message, "is shutting down") || !strings.HasSuffix(ve.Message, want) || strings.Contains(ve.Message, "try again") {
@@ -654,7 +656,7 @@ func TestStartVMOnConnectPersonalDesktopShuttingDown_RA4(t *testing.T) {
 	if got := []int{sim.Calls("start", pool, hosts[1]), sim.Calls("start", pool, hosts[2])}; !slices.Equal(got, []int{1, 0}) {
 		t.Fatalf("starts of %s, %s: %v, want [1 0]", hosts[1], hosts[2], got)
 	}
-	// She tries again when told; her machine did not come back: her
+	// She tries again when it is down; her machine did not come back: her
 	// connect starts nothing (its start timed out; connects never start
 	// it again) and says that it needs an administrator, without a wait.
 	// An administrator's start then is accepted, and her next connect
@@ -725,30 +727,34 @@ func TestStartVMOnConnectPersonalAnswers_RA4(t *testing.T) {
 		{"starting, 19.7 s before its start times out", never, never, 9*time.Minute + 40*time.Second + 300*time.Millisecond, vdibroker.EHostStarting, 20, false, admin},
 		{"starting, up before her retry", never, 9*time.Minute + 50*time.Second, 9*time.Minute + 40*time.Second, vdibroker.EHostStarting, 20, false, ""},
 		{"starting, its start timed out", never, never, 10 * time.Minute, vdibroker.ENoCapacity, 0, true, admin},
-		// D = W + 151 (W + 60.3 + 90 = W + 150.3): 90.7 s, 91 up.
-		{"shutting down early in its start", time.Minute, never, time.Minute, vdibroker.ENoCapacity, 91, false, vdibroker.EHostStarting},
+		// D = W + 151 (W + 60.3 + 90 = W + 150.3): 90.7 s, at most 30:
+		// at W + 90.3 and W + 120.3 the same, then 30.7 s, 31 up, to
+		// W + 151.3.
+		{"shutting down early in its start", time.Minute, never, time.Minute, vdibroker.ENoCapacity, 30, false, vdibroker.EHostStarting},
 		// Past D and before T: it waits for its start.
 		{"down, early in its start", time.Minute, never, 151 * time.Second, vdibroker.EHostStarting, 30, false, vdibroker.EHostStarting},
 		// D = W + 631, past T: still the wait until D, as a reboot is
 		// back by then; if it is not, her retry is for an
 		// administrator. (Before, she was told at once to ask her
 		// helpdesk.)
-		{"shutting down late in its start", 9 * time.Minute, never, 9 * time.Minute, vdibroker.ENoCapacity, 91, false, admin},
-		{"rebooting late in its start, back within the heartbeat timeout", 9 * time.Minute, 10 * time.Minute, 9 * time.Minute, vdibroker.ENoCapacity, 91, false, ""},
+		{"shutting down late in its start", 9 * time.Minute, never, 9 * time.Minute, vdibroker.ENoCapacity, 30, false, admin},
+		{"rebooting late in its start, back within the heartbeat timeout", 9 * time.Minute, 10 * time.Minute, 9 * time.Minute, vdibroker.ENoCapacity, 30, false, ""},
 		// D - at = 0.7 s, 1 up.
 		{"shutting down, its start timed out meanwhile", 9 * time.Minute, never, 10*time.Minute + 30*time.Second, vdibroker.ENoCapacity, 1, false, admin},
 		{"down, its start timed out", 9 * time.Minute, never, 11 * time.Minute, vdibroker.ENoCapacity, 0, true, admin},
-		// Said at W + 508.3: D = W + 599, her retry (91 s from W +
-		// 508.3) at W + 599.3, before T: the wait may end with her
-		// desktop.
-		{"shutting down, down 1.3 s before its start times out", 508 * time.Second, never, 508 * time.Second, vdibroker.ENoCapacity, 91, false, vdibroker.EHostStarting},
+		// Said at W + 508.3: D = W + 599, her retries (30 s from W +
+		// 508.3, twice, then 30.7 s, 31 up) at W + 599.3, before T: the
+		// wait may end with her desktop.
+		{"shutting down, down 1.3 s before its start times out", 508 * time.Second, never, 508 * time.Second, vdibroker.ENoCapacity, 30, false, vdibroker.EHostStarting},
 		// Said at W + 509.3: D = W + 600, before T, but the Retry-After
-		// (90.7 s, 91 up) sends her back at W + 600.3 = T, when its
-		// start has timed out.
-		{"shutting down, down 0.3 s before its start times out", 509 * time.Second, never, 509 * time.Second, vdibroker.ENoCapacity, 91, false, admin},
-		// Said at W + 509.3 too, she connects at W + 509.9: D - 90.1 s,
-		// 91 up, sends her back at W + 600.9, past T.
-		{"shutting down, asked 0.6 s after", 509 * time.Second, never, 509*time.Second + 600*time.Millisecond, vdibroker.ENoCapacity, 91, false, admin},
+		// (30 s twice, then 30.7 s, 31 up) sends her back at W + 600.3
+		// = T, when its start has timed out.
+		{"shutting down, down 0.3 s before its start times out", 509 * time.Second, never, 509 * time.Second, vdibroker.ENoCapacity, 30, false, admin},
+		// Said at W + 509.3 too, she connects at W + 509.9: D - 90.1 s;
+		// 30 s twice, then at W + 569.9 not 30 s (to W + 599.9, after
+		// its agent's word at W + 599.3 and before D) but 29 s, then 1.1
+		// s, 2 up: at W + 600.9, past T, as 91 s would have.
+		{"shutting down, asked 0.6 s after", 509 * time.Second, never, 509*time.Second + 600*time.Millisecond, vdibroker.ENoCapacity, 30, false, admin},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
@@ -846,6 +852,24 @@ func TestStartVMOnConnectPersonalAnswers_RA4(t *testing.T) {
 			for _, wait := range later {
 				until(e.clock.Now().Add(wait).Sub(s))
 				resp, ve, raw := connect()
+				// While her desktop goes down, each retry is told so,
+				// with at most 30 s, until the one that finds it down
+				// (or back), which comes when a single wait until D
+				// would have brought her (the whole seconds up from her
+				// connect).
+				for resp.StatusCode == 503 && ve != nil && ve.Code == vdibroker.ENoCapacity && ve.Reason == "" && strings.Contains(ve.Message, "is shutting down") {
+					n, err := strconv.Atoi(resp.Header.Get("Retry-After"))
+					if err != nil || n < 1 || n > 30 {
+						t.Fatalf("her retry at S + %s: Retry-After %q %s; want 1 to 30", e.clock.Now().Sub(s), resp.Header.Get("Retry-After"), raw)
+					}
+					until(e.clock.Now().Add(time.Duration(n) * time.Second).Sub(s))
+					resp, ve, raw = connect()
+				}
+				if d := s.Add(tc.said).Add(timeout).Truncate(time.Second).Add(time.Second); tc.said >= 0 && tc.up < 0 && tc.ra > 0 && wait == later[0] {
+					if at, want := e.clock.Now(), s.Add(tc.at).Add((d.Sub(s.Add(tc.at))+time.Second-1)/time.Second*time.Second); d.After(s.Add(tc.at)) && !at.Equal(want) {
+						t.Errorf("her last retry at S + %s, want S + %s", at.Sub(s), want.Sub(s))
+					}
+				}
 				switch tc.then {
 				case "":
 					if resp.StatusCode != 201 {

@@ -321,9 +321,9 @@ func startedDesk(t *testing.T, e *env) {
 // a Personal pool (start VM on connect, heartbeat timeout 90 s) was
 // started and its agent then said that its machine shuts down. Her
 // launch is answered NoCapacity with a Retry-After until the machine is
-// down (90 or 91 s from that heartbeat, R-A4), and the failed launch
-// says to try again in 2 minutes (the wait rounded up to minutes), not
-// "in a few minutes", in each of the portal's languages (its status,
+// down (90 or 91 s from that heartbeat, R-A4), but at most 30 s, and the
+// failed launch says to try again in 30 seconds, not "in a few
+// minutes", in each of the portal's languages (its status,
 // which the page's script shows, and the page itself).
 func TestLaunchShuttingDownSaysTheAnswersWait_RA4(t *testing.T) {
 	e := newEnv(t, nil)
@@ -336,14 +336,14 @@ func TestLaunchShuttingDownSaysTheAnswersWait_RA4(t *testing.T) {
 	csrf := alice.signIn(e.userToken("alice"))
 	launch := alice.launch(csrf, "desktop:mine")
 	s := alice.await(launch, ended)
-	const want = "No session host can take \u2068My desk\u2069 right now. Try again in 2 minutes. If it keeps happening, tell your helpdesk."
+	const want = "No session host can take \u2068My desk\u2069 right now. Try again in 30 seconds. If it keeps happening, tell your helpdesk."
 	if s.State != "failed" || !strings.HasPrefix(s.Message, want) {
 		t.Fatalf("the launch: %+v; want failed, saying %q", s, want)
 	}
 	for lang, want := range map[string]string{
-		"de": "Zurzeit kann kein Sitzungshost \u2068My desk\u2069 aufnehmen. Versuchen Sie es in 2 Minuten erneut. Passiert es wieder, wenden Sie sich an Ihren Helpdesk.",
-		"pt": "Neste momento nenhum anfitrião de sessão pode abrir \u2068My desk\u2069. Tente novamente dentro de 2 minutos. Se continuar a acontecer, contacte o seu helpdesk.",
-		"ar": "لا يستطيع أي مضيف جلسات فتح \u2068My desk\u2069 الآن. حاول مرة أخرى بعد دقيقتين. إذا تكرر ذلك، فأبلغ مكتب الدعم.",
+		"de": "Zurzeit kann kein Sitzungshost \u2068My desk\u2069 aufnehmen. Versuchen Sie es in 30 Sekunden erneut. Passiert es wieder, wenden Sie sich an Ihren Helpdesk.",
+		"pt": "Neste momento nenhum anfitrião de sessão pode abrir \u2068My desk\u2069. Tente novamente dentro de 30 segundos. Se continuar a acontecer, contacte o seu helpdesk.",
+		"ar": "لا يستطيع أي مضيف جلسات فتح \u2068My desk\u2069 الآن. حاول مرة أخرى بعد ٣٠ ثانية. إذا تكرر ذلك، فأبلغ مكتب الدعم.",
 	} {
 		res, page := alice.get(launch+"?lang="+lang, "Accept-Language", lang)
 		if res.StatusCode != http.StatusOK || !strings.Contains(page, want) {
@@ -356,8 +356,8 @@ func TestLaunchShuttingDownSaysTheAnswersWait_RA4(t *testing.T) {
 // Personal pool (start VM on connect, heartbeat timeout 90 s) was
 // started, and 9 minutes into its start its agent said that its machine
 // shuts down. A reboot says the same and is back within the heartbeat
-// timeout, so her launch is told to try again in 2 minutes (the
-// Retry-After until its machine is down, 91 s), not yet to ask her
+// timeout, so her launch is told to try again in 30 seconds (the
+// Retry-After until its machine is down, 91 s, at most 30), not yet to ask her
 // helpdesk. Once it is down, its start timed out, no connect of hers
 // starts it again (R-A4), only an administrator's: her launch then is
 // not told to try again but that her desktop's computer did not start or
@@ -376,7 +376,7 @@ func TestLaunchDesktopNeedsHelpdesk_RA4(t *testing.T) {
 	csrf := alice.signIn(e.userToken("alice"))
 	launch := alice.launch(csrf, "desktop:mine")
 	s := alice.await(launch, ended)
-	const again = "No session host can take \u2068My desk\u2069 right now. Try again in 2 minutes. If it keeps happening, tell your helpdesk."
+	const again = "No session host can take \u2068My desk\u2069 right now. Try again in 30 seconds. If it keeps happening, tell your helpdesk."
 	if s.State != "failed" || !strings.HasPrefix(s.Message, again) {
 		t.Fatalf("the launch, shutting down: %+v; want failed, saying %q", s, again)
 	}

@@ -761,8 +761,9 @@ func (s *Service) StartOnConnect(ctx context.Context, pool *vdibroker.HostPool, 
 // been silent for the pool's heartbeat timeout its machine is taken for
 // down, and her connect then lands on it if it came back up (a reboot,
 // or the start carried out once it was down), or says what to wait for.
-// The wait from now is its Retry-After alone, which every reader shows
-// in its own form (the CLI's " (try again in 91 s)" follows the time),
+// The wait from now, at most StartRetryAfter (downRetryAfter), is its
+// Retry-After alone, which every reader shows in its own form (the
+// CLI's " (try again in 30 s)" follows the time),
 // as for HostStarting. The broker cannot tell a reboot, which brings the
 // machine back by itself within that timeout, from a shutdown (its agent
 // says the same), and a host recorded Starting was last started, not
@@ -776,13 +777,14 @@ func (s *Service) StartOnConnect(ctx context.Context, pool *vdibroker.HostPool, 
 // machine that reboots.
 func desktopShuttingDown(h *vdibroker.SessionHost, user string, timeout time.Duration, now time.Time) error {
 	said, again := h.LastHeartBeat.UTC(), vdibroker.StartAfterShutdownFrom(h, timeout)
-	e := &vdibroker.Error{Code: vdibroker.ENoCapacity, RetryAfter: again.Sub(now)}
+	e := &vdibroker.Error{Code: vdibroker.ENoCapacity, RetryAfter: downRetryAfter(h, timeout, now)}
 	down := "it is down from " + again.Format(time.RFC3339)
-	// Her retry comes when the Retry-After says, in whole seconds
-	// rounded up (writeError's header): up to a second after again when
-	// now is not on a whole second, and her start may time out in
-	// between.
-	if vdibroker.StartTimedOut(h, now.Add(ceilSeconds(e.RetryAfter))) {
+	// Her retry that finds it down comes the wait until again after now,
+	// in whole seconds rounded up (writeError's header; the capped
+	// Retry-After's retries before it add whole seconds): up to a second
+	// after again when now is not on a whole second, and her start may
+	// time out in between.
+	if vdibroker.StartTimedOut(h, now.Add(ceilSeconds(again.Sub(now)))) {
 		// Connects never start it again (R-A4): if it is down then,
 		// an administrator's start brings it back, accepted once it is
 		// down and its start has timed out (the later, at a whole
@@ -813,18 +815,39 @@ func goingDown(h *vdibroker.SessionHost, timeout time.Duration, now time.Time) b
 // that starts hosts on connect, whose own host h is goingDown (R-A4): a
 // restart brings it back by itself, a shutdown does not, and its agent
 // says the same for both. NoCapacity saying so, with the Retry-After of
-// desktopShuttingDown: until the first whole second after its agent has
-// been silent for the pool's heartbeat timeout
-// (vdibroker.StartAfterShutdownFrom), when it is either back (her retry
+// desktopShuttingDown (downRetryAfter, at most StartRetryAfter): until
+// the first whole second after its agent has been silent for the pool's
+// heartbeat timeout (vdibroker.StartAfterShutdownFrom), when it is either back (her retry
 // lands on it) or taken for down, and her retry then starts it (start VM
 // on connect of a host whose agent is silent). Not the placement's
 // refusal, which has no Retry-After and tells an administrator to start
 // the host, while her own connect will.
 func desktopGoingDown(h *vdibroker.SessionHost, user string, timeout time.Duration, now time.Time) error {
 	said, again := h.LastHeartBeat.UTC(), vdibroker.StartAfterShutdownFrom(h, timeout)
-	return &vdibroker.Error{Code: vdibroker.ENoCapacity, RetryAfter: again.Sub(now),
+	return &vdibroker.Error{Code: vdibroker.ENoCapacity, RetryAfter: downRetryAfter(h, timeout, now),
 		Message: fmt.Sprintf("session host %q, assigned to %s, is shutting down or restarting: its agent said at %s (%s ago) that its machine is going down; no other host is started for you. If it restarts, your connect lands on it once its agent reports again; if not, your connect starts it once its agent has been silent for the pool's heartbeat timeout (%d seconds), from %s",
 			h.Name, user, said.Format(time.RFC3339), relative(now.Sub(said), false), int(timeout/time.Second), again.Format(time.RFC3339))}
+}
+
+// downRetryAfter is the Retry-After of an answer that her own desktop h
+// is going down (desktopShuttingDown, desktopGoingDown; R-A4): the wait
+// until it is taken for down (vdibroker.StartAfterShutdownFrom), but at
+// most StartRetryAfter, as for HostStarting. The heartbeat timeout may
+// be up to an hour (vdibroker.MaxHeartbeatTimeoutSeconds), and a
+// rebooting machine is back in about a boot's time: she is not sent away
+// for as long as the timeout; each retry before it is down is answered
+// the same, with the wait as of then. A shortened wait is whole seconds
+// that bring her retry back while its agent's word still holds (its last
+// heartbeat plus timeout, up to a second before that first whole second,
+// so 29 s rather than 30 s when 30 s would land in between): her retries
+// then come back at whole seconds from her first, and the one that finds
+// it down comes when a single wait until then would have brought it,
+// which is the moment desktopShuttingDown's words are decided for.
+func downRetryAfter(h *vdibroker.SessionHost, timeout time.Duration, now time.Time) time.Duration {
+	if d := vdibroker.StartAfterShutdownFrom(h, timeout).Sub(now); d <= StartRetryAfter {
+		return d
+	}
+	return min(StartRetryAfter, h.LastHeartBeat.Add(timeout).Sub(now).Truncate(time.Second))
 }
 
 // ownStartRetryAfter is the Retry-After of a Personal user's

@@ -28,8 +28,8 @@ var portalLangs = []string{"de", "pt", "ar", "en"}
 // minutes, else her helpdesk); a host of a pool that starts on connect
 // is still starting (try again in 30 seconds, the broker's
 // Retry-After); her Personal desktop, stopped, is started for her; its
-// agent then says its machine shuts down (try again in 2 minutes, when
-// it is down), also when its start will have timed out by then (it was
+// agent then says its machine shuts down (try again in 30 seconds, the
+// most a Retry-After says, until it is down), also when its start will have timed out by then (it was
 // started 9 minutes ago: a reboot is back by then); and once it did not
 // come back and its start timed out, no connect of hers starts it
 // again: the page says to ask her helpdesk, and not to try again. A pool deleted, and
@@ -215,11 +215,11 @@ func TestPortalAnswersBrowser_RU4_RU6_RA4(t *testing.T) {
 		t.Fatal(err)
 	}
 	launchAnswer("her desktop shutting down", "desktop:mine", "My desk",
-		"No session host can take \u2068My desk\u2069 right now. Try again in 2 minutes. If it keeps happening, tell your helpdesk. Reference for your helpdesk: ", nil)
+		"No session host can take \u2068My desk\u2069 right now. Try again in 30 seconds. If it keeps happening, tell your helpdesk. Reference for your helpdesk: ", nil)
 	// Late in the start instead (started 9 minutes ago): by the time it
 	// is down, its start timed out, and no connect of hers starts it
 	// again (R-A4); but a reboot says the same and is back by then: she
-	// is told to try again when it is down, not yet to ask her helpdesk.
+	// is told to try again (until it is down), not yet to ask her helpdesk.
 	if _, _, err := m.Store.SetPowerState(bg, "mine", "mine-1", vdibroker.PowerStarting, time.Now().Add(-vdibroker.HostStartTimeout+time.Minute)); err != nil {
 		t.Fatal(err)
 	}
@@ -227,7 +227,7 @@ func TestPortalAnswersBrowser_RU4_RU6_RA4(t *testing.T) {
 		t.Fatal(err)
 	}
 	launchAnswer("her desktop shutting down late in its start", "desktop:mine", "My desk",
-		"No session host can take \u2068My desk\u2069 right now. Try again in 2 minutes. If it keeps happening, tell your helpdesk. Reference for your helpdesk: ", nil)
+		"No session host can take \u2068My desk\u2069 right now. Try again in 30 seconds. If it keeps happening, tell your helpdesk. Reference for your helpdesk: ", nil)
 	// Started 11 minutes ago, and its agent said 10.5 minutes ago, longer
 	// than the heartbeat timeout, that its machine shuts down: it did not
 	// come back, its start timed out, and no connect of hers starts it
