@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -303,5 +304,40 @@ func TestHeldConnectOfOwnHostStartTimingOut_RA4(t *testing.T) {
 				t.Fatalf("her held connect: %+v, %v (Retry-After %s); want %s, Retry-After %s", got.a, got.err, vdibroker.ErrorRetryAfter(got.err), tc.code, tc.retry)
 			}
 		})
+	}
+}
+
+// TestHeldConnectOfOwnHostLetsGoOfItsTimers_RA4 (R-U4): alice's connect
+// held for her own Personal host h1, starting, whose start times out
+// within her wait, has two timers on the clock (her wait's bound and the
+// timeout); when her caller goes away, it is answered and both are gone
+// from the clock, and her place is free.
+func TestHeldConnectOfOwnHostLetsGoOfItsTimers_RA4(t *testing.T) {
+	svc, st, fc, _, _ := unknownFixture(t, vdibroker.Personal, "sim", 1, "h1")
+	ctx := t.Context()
+	if _, err := st.UpdateSessionHost(ctx, "pwr", "h1", func(h *vdibroker.SessionHost) error { h.AssignedUsers = []string{"alice"}; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := st.SetPowerState(ctx, "pwr", "h1", vdibroker.PowerStarting, fc.Now().Add(20*time.Second-power.StartTimeout)); err != nil {
+		t.Fatal(err)
+	}
+	base := fc.Waiters()
+	cctx, cancel := context.WithCancel(ctx)
+	r := heldConnect(t, cctx, svc, "alice", 90*time.Second, 1)
+	for deadline := time.Now().Add(10 * time.Second); fc.Waiters() < base+2; {
+		if time.Now().After(deadline) {
+			t.Fatalf("her held connect has %d timers on the clock within 10 s, want 2", fc.Waiters()-base)
+		}
+		time.Sleep(time.Millisecond) // a goroutine to be scheduled, not a clock
+	}
+	cancel()
+	if got := answer(t, r); got.err == nil {
+		t.Fatalf("her connect after her caller left: %+v", got.a)
+	}
+	if n := fc.Waiters() - base; n != 0 {
+		t.Errorf("%d timers left on the clock after her caller left, want none", n)
+	}
+	if n := svc.waits.held(); n != 0 {
+		t.Errorf("%d connects held after her caller left, want none", n)
 	}
 }
