@@ -44,10 +44,13 @@ const EPreconditionFailed = "PreconditionFailed"
 
 // ReasonStartByAdministrator is the reason of a NoCapacity answering a
 // Personal user's connect when her own host is not running and no connect
-// of hers will start it: its start timed out, or will have by the time
-// its machine, shutting down, is down (R-A4). Only an administrator's
-// start brings it back, so the answer has no Retry-After and tells her to
-// ask her helpdesk, not to try again.
+// of hers will start it: its start timed out and its agent is silent
+// (R-A4). Only an administrator's start brings it back, so the answer has
+// no Retry-After and tells her to ask her helpdesk, not to try again.
+// While its agent has said within the heartbeat timeout that its machine
+// goes down, it is not given: a reboot says the same and is back by
+// itself, so she is told to try again (a Retry-After of at most 30 s,
+// each retry told the same) until the machine is down.
 const ReasonStartByAdministrator = "StartByAdministrator"
 
 // Error is the one error type of the domain. Code is one of the E* constants,

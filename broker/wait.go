@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/power"
 )
@@ -136,10 +138,12 @@ func (w *waits) held() int {
 // placeOrWait is place, but a connect with a wait that is answered
 // HostStarting is held (R-U4): at most the smallest of its wait, the
 // server's maximum and the start timeout (vdibroker.HostStartTimeout),
-// decided again whenever a host of the pool turns placeable, and answered
-// with the session once a host takes it, or the 503 once the wait is
-// over. A connect that may not be held (one per user, the cap) gets the
-// 503 at once, saying why.
+// decided again whenever a host of the pool turns placeable (and when the
+// start of a Personal user's own host it waits for times out, R-A4), and
+// answered with the session once a host takes it, or, once the wait is
+// over, with what a decision then answers (the 503 with its Retry-After
+// as of then, while a host still starts). A connect that may not be held
+// (one per user, the cap) gets the 503 at once, saying why.
 func (s *Service) placeOrWait(ctx context.Context, pool string, req vdibroker.ConnectRequest) (*vdibroker.ConnectAnswer, error) {
 	if req.Wait <= 0 || req.DryRun {
 		return s.place(ctx, pool, req)
@@ -162,6 +166,25 @@ func (s *Service) placeOrWait(ctx context.Context, pool string, req vdibroker.Co
 	start := s.now()
 	timer := s.clock.NewTimer(bound)
 	defer timer.Stop()
+	// due fires when the start of a Personal user's own host times out
+	// within the wait (power.StartTimesOut, R-A4): no event comes then,
+	// and from then her connect is answered otherwise (for an
+	// administrator), so it is decided again, not held until the wait
+	// ends on a start that timed out.
+	var due <-chan time.Time
+	var dueTimer clock.Timer
+	arm := func(err error) {
+		if dueTimer != nil {
+			dueTimer.Stop()
+			dueTimer, due = nil, nil
+		}
+		if at := power.StartTimesOut(err); !at.IsZero() && at.Before(start.Add(bound)) {
+			dueTimer = s.clock.NewTimer(max(at.Sub(s.now()), 0))
+			due = dueTimer.C()
+		}
+	}
+	defer func() { arm(nil) }()
+	arm(err)
 	vdibroker.ObserveWait(ctx, vdibroker.WaitEvent{Waiting: true, HostPool: pool, Host: power.StartingHost(err), Until: start.Add(bound)})
 	s.log.InfoContext(ctx, "connect held for a starting host", "pool", pool, "user", req.User, "wait", bound)
 	for {
@@ -171,7 +194,17 @@ func (s *Service) placeOrWait(ctx context.Context, pool string, req vdibroker.Co
 		case <-s.stop:
 			return nil, err
 		case <-timer.C():
-			return nil, notHeld(err, fmt.Sprintf("waited %s for a starting host", s.now().Sub(start).Round(time.Second)))
+			// Decided once more: the answer is what holds now, not the
+			// first decision's (whose Retry-After may reach past the
+			// start's timeout of a Personal user's own host, R-A4, or
+			// whose host's start timed out meanwhile).
+			waited := s.now().Sub(start).Round(time.Second)
+			a, perr := s.place(ctx, pool, req)
+			if vdibroker.ErrorCode(perr) != vdibroker.EHostStarting {
+				return a, perr
+			}
+			return nil, notHeld(perr, fmt.Sprintf("waited %s for a starting host", waited))
+		case <-due:
 		case <-ch:
 		}
 		ch = s.waits.next(pool)
@@ -192,6 +225,7 @@ func (s *Service) placeOrWait(ctx context.Context, pool string, req vdibroker.Co
 			return a, perr
 		}
 		err = perr
+		arm(err)
 	}
 }
 

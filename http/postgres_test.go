@@ -43,6 +43,7 @@ func TestPostgresSuite(t *testing.T) {
 		{"StopThenStartOfHostShuttingDown_RA4", TestStopThenStartOfHostShuttingDown_RA4},
 		{"StartVMOnConnectPassesOverHostShuttingDown_RA4", TestStartVMOnConnectPassesOverHostShuttingDown_RA4},
 		{"StartVMOnConnectPersonalDesktopShuttingDown_RA4", TestStartVMOnConnectPersonalDesktopShuttingDown_RA4},
+		{"StartVMOnConnectPersonalAnswers_RA4", TestStartVMOnConnectPersonalAnswers_RA4},
 		{"ConnectNamedSession_RC1_RPE3", TestConnectNamedSession_RC1_RPE3},
 		{"Connect_Validation", TestConnect_Validation},
 		{"HeartbeatReconciliation_RS2", TestHeartbeatReconciliation_RS2},

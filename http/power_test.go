@@ -565,8 +565,10 @@ func TestStartVMOnConnectPassesOverHostShuttingDown_RA4(t *testing.T) {
 // the admin's 409 says, and as the Retry-After); the unassigned stopped
 // host is not started for her. When she tries again then and her machine
 // came back up (its agent heartbeats), she lands on it. A shutdown said
-// late in the start, so that the start will have timed out by then, says
-// that an administrator can start it again.
+// late in the start, so that the start will have timed out by then, has
+// the same Retry-After (a reboot is back by then) and says that, if it
+// does not come back, an administrator can start it again; her retry,
+// if it did not, says so (ReasonStartByAdministrator).
 func TestStartVMOnConnectPersonalDesktopShuttingDown_RA4(t *testing.T) {
 	sim := &power.Simulated{}
 	e := newEnvWith(t, envOptions{power: power.Set{"sim": sim}, maintenance: time.Hour})
@@ -601,7 +603,8 @@ func TestStartVMOnConnectPersonalDesktopShuttingDown_RA4(t *testing.T) {
 	}
 	said := e.clock.Now().UTC()
 	from := said.Add(timeout).Truncate(time.Second).Add(time.Second)
-	retry := int((from.Sub(said) + time.Second - 1) / time.Second)
+	// 90 s and a fraction until from, but at most 30 s (R-A4).
+	retry := min(int((from.Sub(said)+time.Second-1)/time.Second), 30)
 	resp, ve, raw := connect("dana")
 	if resp.StatusCode != 503 || ve == nil || ve.Code != vdibroker.ENoCapacity || resp.Header.Get("Retry-After") != strconv.Itoa(retry) {
 		t.Fatalf("dana, her desktop shutting down: %d Retry-After %q %s; want 503 NoCapacity, Retry-After %d", resp.StatusCode, resp.Header.Get("Retry-After"), raw, retry)
@@ -614,7 +617,7 @@ func TestStartVMOnConnectPersonalDesktopShuttingDown_RA4(t *testing.T) {
 		}
 	}
 	// The wait is said once, by the Retry-After: the message ends with
-	// the time, which the CLI's " (try again in 91 s)" follows.
+	// the time, which the CLI's " (try again in 30 s)" follows.
 	if want := "After the pool's heartbeat timeout (90 seconds) of silence from its agent, it is down from " + from.Format(time.RFC3339); !strings.HasSuffix(ve.Message, want) ||
 		strings.Contains(ve.Message, "try again") || strings.Contains(ve.Message, "(in ") {
 		t.Errorf("dana's answer %q: want it to end %q, the wait not in its words", ve.Message, want)
@@ -622,7 +625,8 @@ func TestStartVMOnConnectPersonalDesktopShuttingDown_RA4(t *testing.T) {
 	if got := []int{sim.Calls("start", pool, hosts[0]), sim.Calls("start", pool, hosts[1]), sim.Calls("start", pool, hosts[2])}; !slices.Equal(got, []int{1, 0, 0}) {
 		t.Fatalf("starts of %v: %v, want [1 0 0]", hosts, got)
 	}
-	// She tries again when told; her machine came back up.
+	// She tries again when it is down, as she is told at each retry
+	// until then; her machine came back up.
 	e.clock.Advance(from.Sub(e.clock.Now()))
 	e.heartbeat(hosts[0])
 	if r := e.mustConnect(pool, "dana"); r.SessionHost != hosts[0] {
@@ -631,35 +635,32 @@ func TestStartVMOnConnectPersonalDesktopShuttingDown_RA4(t *testing.T) {
 
 	// Erin's host says it shuts down 9 minutes into its start: by the
 	// time it is down, its start timed out, and connects never start it
-	// again.
+	// again. But a reboot says the same and is back by then: she is told
+	// to try again (the Retry-After, until it is down), and what happens if
+	// it does not come back; not at once to ask her helpdesk.
 	wantHostStarting(t, e, pool, "erin", hosts[1])
 	e.clock.Advance(vdibroker.HostStartTimeout - time.Minute)
 	if _, err := e.heartbeatErr(hosts[1], &vdibroker.HeartbeatRequest{ShuttingDown: true}); err != nil {
 		t.Fatal(err)
 	}
 	erinFrom := e.clock.Now().UTC().Add(timeout).Truncate(time.Second).Add(time.Second)
+	erinRetry := min(int((erinFrom.Sub(e.clock.Now())+time.Second-1)/time.Second), 30)
 	resp, ve, raw = connect("erin")
-	// Her connect after the wait would not start it (below): no
-	// Retry-After, which would have her try again for nothing (the CLI's
-	// " (try again in 91 s)", the portal's "Try again in 2 minutes"),
-	// and the reason the portal says in her words: her desktop needs an
-	// administrator, whose start is accepted from the time its machine
-	// is down (the admin's wait in the line itself).
-	if want := "its start has timed out, which connects do not start again: it needs an administrator, who can start it again (vdibroker sessionhost start) from " + erinFrom.Format(time.RFC3339) + " (in 2 minutes)"; resp.StatusCode != 503 || ve == nil || ve.Code != vdibroker.ENoCapacity ||
+	if want := "unless it comes back by itself (a reboot), it is down from " + erinFrom.Format(time.RFC3339) + " and, its start timed out by then (connects do not start it again), needs an administrator, who can start it again (vdibroker sessionhost start) then"; resp.StatusCode != 503 || ve == nil || ve.Code != vdibroker.ENoCapacity ||
 		!strings.Contains(ve.Message, "is shutting down") || !strings.HasSuffix(ve.Message, want) || strings.Contains(ve.Message, "try again") {
 		t.Fatalf("erin, her desktop shutting down late in its start: %d %s; want 503 NoCapacity ending %q", resp.StatusCode, raw, want)
 	}
-	if ra := resp.Header.Get("Retry-After"); ra != "" || ve.Reason != vdibroker.ReasonStartByAdministrator {
-		t.Errorf("erin's answer: Retry-After %q, reason %q; want none and %s", ra, ve.Reason, vdibroker.ReasonStartByAdministrator)
+	if ra := resp.Header.Get("Retry-After"); ra != strconv.Itoa(erinRetry) || ve.Reason != "" {
+		t.Errorf("erin's answer: Retry-After %q, reason %q; want %d and none", ra, ve.Reason, erinRetry)
 	}
 	if got := []int{sim.Calls("start", pool, hosts[1]), sim.Calls("start", pool, hosts[2])}; !slices.Equal(got, []int{1, 0}) {
 		t.Fatalf("starts of %s, %s: %v, want [1 0]", hosts[1], hosts[2], got)
 	}
-	// What a Retry-After would have sent her to: at that time her
+	// She tries again when it is down; her machine did not come back: her
 	// connect starts nothing (its start timed out; connects never start
-	// it again) and says again that it needs an administrator, without a
-	// wait. An administrator's start then is accepted, and her next
-	// connect waits for it (HostStarting, a wait that ends).
+	// it again) and says that it needs an administrator, without a wait.
+	// An administrator's start then is accepted, and her next connect
+	// waits for it (HostStarting, a wait that ends).
 	e.clock.Advance(erinFrom.Sub(e.clock.Now()))
 	resp, ve, raw = connect("erin")
 	if resp.StatusCode != 503 || ve == nil || ve.Code != vdibroker.ENoCapacity || ve.Reason != vdibroker.ReasonStartByAdministrator ||
@@ -681,54 +682,79 @@ func TestStartVMOnConnectPersonalDesktopShuttingDown_RA4(t *testing.T) {
 // TestStartVMOnConnectPersonalAnswers_RA4: what a Personal user's
 // connect is answered about her own host, which her first connect
 // started (start VM on connect, heartbeat timeout 90 s), by when its
-// agent said that its machine shuts down (if it did) and when she
-// connects; and that each answer holds: a Retry-After sends her back to
-// a wait that may still end with her desktop (HostStarting, never the
-// administrator's refusal), and an answer for an administrator
-// (ReasonStartByAdministrator, no Retry-After) is what every later
-// connect of hers says too, and none starts it again. (A HostStarting's
-// Retry-After, 30 s, may reach past the start timeout: it is a wait for
-// her desktop all the same, whose agent may heartbeat until then.) Her
-// host's start
-// is at S = a whole second W plus 0.3 s, so it times out at T = S +
-// 10 min = W + 600.3 s; its machine is down from D, the first whole
-// second after the shutdown's heartbeat plus 90 s.
+// agent said that its machine shuts down (if it did), whether its agent
+// heartbeats again (its machine came up, or back from a reboot), and
+// when she connects; and that each answer holds when she follows it, on
+// the real HTTP server: a Retry-After sends her back when her desktop is
+// up (she lands on it), or to a wait that may still end with it
+// (HostStarting), or, only once its start has timed out and its machine
+// is taken for down, to the answer for an administrator
+// (ReasonStartByAdministrator, no Retry-After), which every later connect
+// of hers says too; none starts it again. A HostStarting's Retry-After is
+// 30 s, or less when the start times out sooner (then it sends her back
+// at the timeout, not past it). An agent's word that its machine goes
+// down is no answer for an administrator while the heartbeat timeout
+// runs: a reboot says the same and is back by itself. Her host's start
+// is at S = a whole second W plus 0.3 s, so it times out at T = S + 10
+// min = W + 600.3 s; its machine is down from D, the first whole second
+// after the shutdown's heartbeat plus 90 s.
 func TestStartVMOnConnectPersonalAnswers_RA4(t *testing.T) {
 	sim := &power.Simulated{}
 	e := newEnvWith(t, envOptions{power: power.Set{"sim": sim}, maintenance: time.Hour})
 	e.clock.Freeze()
 	const timeout = 90 * time.Second
 	never := time.Duration(-1)
+	const admin = "admin" // then: NoCapacity for an administrator
 	for i, tc := range []struct {
 		name string
 		said time.Duration // after S, when its agent says it shuts down; never
+		up   time.Duration // after S, when its agent heartbeats as it runs; never
 		at   time.Duration // after S, her connect
 		code string
 		ra   int // the Retry-After, 0 for none
 		// byAdmin: the answer's reason is ReasonStartByAdministrator.
 		byAdmin bool
+		// then: the answer to her connect after the Retry-After: a
+		// code, admin, or "" (she lands on her desktop).
+		then string
 	}{
-		{"starting, within its start", never, 9*time.Minute + 59*time.Second, vdibroker.EHostStarting, 30, false},
-		{"starting, its start timed out", never, 10 * time.Minute, vdibroker.ENoCapacity, 0, true},
-		// D = W + 151 (W + 60.3 + 90 = W + 150.3): 90.7 s, 91 up.
-		{"shutting down early in its start", time.Minute, time.Minute, vdibroker.ENoCapacity, 91, false},
+		// T - at = 1 s: 1, not 30, which sent her to T + 29 s told to
+		// try again for a start timed out 29 s before.
+		{"starting, within its start", never, never, 9*time.Minute + 59*time.Second, vdibroker.EHostStarting, 1, false, admin},
+		// T - at = 20 s: her retry at T, when its start has timed out.
+		{"starting, 20 s before its start times out", never, never, 9*time.Minute + 40*time.Second, vdibroker.EHostStarting, 20, false, admin},
+		// T - at = 19.7 s, 20 up: her retry at T + 0.3 s.
+		{"starting, 19.7 s before its start times out", never, never, 9*time.Minute + 40*time.Second + 300*time.Millisecond, vdibroker.EHostStarting, 20, false, admin},
+		{"starting, up before her retry", never, 9*time.Minute + 50*time.Second, 9*time.Minute + 40*time.Second, vdibroker.EHostStarting, 20, false, ""},
+		{"starting, its start timed out", never, never, 10 * time.Minute, vdibroker.ENoCapacity, 0, true, admin},
+		// D = W + 151 (W + 60.3 + 90 = W + 150.3): 90.7 s, at most 30:
+		// at W + 90.3 and W + 120.3 the same, then 30.7 s, 31 up, to
+		// W + 151.3.
+		{"shutting down early in its start", time.Minute, never, time.Minute, vdibroker.ENoCapacity, 30, false, vdibroker.EHostStarting},
 		// Past D and before T: it waits for its start.
-		{"down, early in its start", time.Minute, 151 * time.Second, vdibroker.EHostStarting, 30, false},
-		// D = W + 631, past T.
-		{"shutting down late in its start", 9 * time.Minute, 9 * time.Minute, vdibroker.ENoCapacity, 0, true},
-		{"shutting down, its start timed out meanwhile", 9 * time.Minute, 10*time.Minute + 30*time.Second, vdibroker.ENoCapacity, 0, true},
-		{"down, its start timed out", 9 * time.Minute, 11 * time.Minute, vdibroker.ENoCapacity, 0, true},
-		// Said at W + 508.3: D = W + 599, her retry (91 s from W +
-		// 508.3) at W + 599.3, before T: the wait may end with her
-		// desktop.
-		{"shutting down, down 1.3 s before its start times out", 508 * time.Second, 508 * time.Second, vdibroker.ENoCapacity, 91, false},
+		{"down, early in its start", time.Minute, never, 151 * time.Second, vdibroker.EHostStarting, 30, false, vdibroker.EHostStarting},
+		// D = W + 631, past T: still the wait until D, as a reboot is
+		// back by then; if it is not, her retry is for an
+		// administrator. (Before, she was told at once to ask her
+		// helpdesk.)
+		{"shutting down late in its start", 9 * time.Minute, never, 9 * time.Minute, vdibroker.ENoCapacity, 30, false, admin},
+		{"rebooting late in its start, back within the heartbeat timeout", 9 * time.Minute, 10 * time.Minute, 9 * time.Minute, vdibroker.ENoCapacity, 30, false, ""},
+		// D - at = 0.7 s, 1 up.
+		{"shutting down, its start timed out meanwhile", 9 * time.Minute, never, 10*time.Minute + 30*time.Second, vdibroker.ENoCapacity, 1, false, admin},
+		{"down, its start timed out", 9 * time.Minute, never, 11 * time.Minute, vdibroker.ENoCapacity, 0, true, admin},
+		// Said at W + 508.3: D = W + 599, her retries (30 s from W +
+		// 508.3, twice, then 30.7 s, 31 up) at W + 599.3, before T: the
+		// wait may end with her desktop.
+		{"shutting down, down 1.3 s before its start times out", 508 * time.Second, never, 508 * time.Second, vdibroker.ENoCapacity, 30, false, vdibroker.EHostStarting},
 		// Said at W + 509.3: D = W + 600, before T, but the Retry-After
-		// (90.7 s, 91 up) sends her back at W + 600.3 = T, when its
-		// start has timed out: for an administrator now.
-		{"shutting down, down 0.3 s before its start times out", 509 * time.Second, 509 * time.Second, vdibroker.ENoCapacity, 0, true},
-		// Said at W + 509.3 too, she connects at W + 509.9: D - 90.1 s,
-		// 91 up, sends her back at W + 600.9, past T.
-		{"shutting down, asked 0.6 s after", 509 * time.Second, 509*time.Second + 600*time.Millisecond, vdibroker.ENoCapacity, 0, true},
+		// (30 s twice, then 30.7 s, 31 up) sends her back at W + 600.3
+		// = T, when its start has timed out.
+		{"shutting down, down 0.3 s before its start times out", 509 * time.Second, never, 509 * time.Second, vdibroker.ENoCapacity, 30, false, admin},
+		// Said at W + 509.3 too, she connects at W + 509.9: D - 90.1 s;
+		// 30 s twice, then at W + 569.9 not 30 s (to W + 599.9, after
+		// its agent's word at W + 599.3 and before D) but 29 s, then 1.1
+		// s, 2 up: at W + 600.9, past T, as 91 s would have.
+		{"shutting down, asked 0.6 s after", 509 * time.Second, never, 509*time.Second + 600*time.Millisecond, vdibroker.ENoCapacity, 30, false, admin},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
@@ -753,38 +779,64 @@ func TestStartVMOnConnectPersonalAnswers_RA4(t *testing.T) {
 			s := now.Truncate(time.Second).Add(time.Second + 300*time.Millisecond)
 			e.clock.Advance(s.Sub(now))
 			wantHostStarting(t, e, pool, "ann", host)
-			if tc.said >= 0 {
-				e.clock.Advance(s.Add(tc.said).Sub(e.clock.Now()))
-				if _, err := e.heartbeatErr(host, &vdibroker.HeartbeatRequest{ShuttingDown: true}); err != nil {
-					t.Fatal(err)
-				}
+			// The agent's heartbeats at their times, in order, up to d.
+			type beat struct {
+				at   time.Duration
+				down bool
 			}
-			e.clock.Advance(s.Add(tc.at).Sub(e.clock.Now()))
+			var beats []beat
+			if tc.said >= 0 {
+				beats = append(beats, beat{tc.said, true})
+			}
+			if tc.up >= 0 {
+				beats = append(beats, beat{tc.up, false})
+			}
+			until := func(d time.Duration) {
+				t.Helper()
+				for len(beats) > 0 && beats[0].at <= d {
+					e.clock.Advance(s.Add(beats[0].at).Sub(e.clock.Now()))
+					if _, err := e.heartbeatErr(host, &vdibroker.HeartbeatRequest{ShuttingDown: beats[0].down}); err != nil {
+						t.Fatal(err)
+					}
+					beats = beats[1:]
+				}
+				e.clock.Advance(s.Add(d).Sub(e.clock.Now()))
+			}
+			until(tc.at)
 			resp, ve, raw := connect()
 			ra := resp.Header.Get("Retry-After")
 			wantReason := ""
 			if tc.byAdmin {
 				wantReason = vdibroker.ReasonStartByAdministrator
 			}
-			if ve == nil || ve.Code != tc.code || ra != strconv.Itoa(tc.ra) && (tc.ra != 0 || ra != "") || ve.Reason != wantReason {
-				t.Fatalf("her connect: %d Retry-After %q %s; want %s, Retry-After %d, reason %q", resp.StatusCode, ra, raw, tc.code, tc.ra, wantReason)
+			if resp.StatusCode != 503 || ve == nil || ve.Code != tc.code || ra != strconv.Itoa(tc.ra) && (tc.ra != 0 || ra != "") || ve.Reason != wantReason {
+				t.Fatalf("her connect: %d Retry-After %q %s; want 503 %s, Retry-After %d, reason %q", resp.StatusCode, ra, raw, tc.code, tc.ra, wantReason)
+			}
+			if tc.code == vdibroker.ENoCapacity && tc.said >= 0 && tc.ra > 0 {
+				// Her desktop shutting down: the wait said once, by the
+				// Retry-After; when its start will have timed out by
+				// then, what happens if it does not come back.
+				d := s.Add(tc.said).Add(timeout).Truncate(time.Second).Add(time.Second).UTC()
+				if want := "it is down from " + d.Format(time.RFC3339); !strings.Contains(ve.Message, "is shutting down") || !strings.Contains(ve.Message, want) ||
+					strings.Contains(ve.Message, "try again") || strings.Contains(ve.Message, "(in ") {
+					t.Errorf("her connect: %q; want it to say it shuts down and %q, the wait not in its words", ve.Message, want)
+				}
+				if late := tc.then == admin || tc.up >= 0; late != strings.Contains(ve.Message, "unless it comes back by itself (a reboot)") {
+					t.Errorf("her connect: %q; want it to say what happens if it does not come back by itself: %v", ve.Message, late)
+				}
 			}
 			// Where the answer sends her: after its Retry-After, or,
 			// for an administrator, from when their start is accepted
-			// (D, or T at a whole second if later), which the answer
-			// names, and a minute later.
+			// (D, or T at a whole second if later), and a minute later.
 			var later []time.Duration
-			if tc.code == vdibroker.ENoCapacity && tc.ra > 0 {
+			if tc.ra > 0 {
 				later = []time.Duration{time.Duration(tc.ra) * time.Second}
-			} else if tc.byAdmin {
+			} else {
 				d := s.Add(10 * time.Minute)
 				if tc.said >= 0 {
 					d = s.Add(10 * time.Minute).Truncate(time.Second).Add(time.Second)
 					if down := s.Add(tc.said).Add(timeout).Truncate(time.Second).Add(time.Second); down.After(d) {
 						d = down
-					}
-					if strings.Contains(ve.Message, "is shutting down") && !strings.Contains(ve.Message, "an administrator, who can start it again (vdibroker sessionhost start) from "+d.UTC().Format(time.RFC3339)+" (in ") {
-						t.Errorf("her connect: %s; want it to name %s, from when an administrator's start is accepted", raw, d.UTC().Format(time.RFC3339))
 					}
 				}
 				// A second before (when that is to come), an
@@ -798,19 +850,49 @@ func TestStartVMOnConnectPersonalAnswers_RA4(t *testing.T) {
 				later = []time.Duration{max(d.Sub(e.clock.Now()), 0), time.Minute}
 			}
 			for _, wait := range later {
-				e.clock.Advance(wait)
+				until(e.clock.Now().Add(wait).Sub(s))
 				resp, ve, raw := connect()
-				if tc.byAdmin && (ve == nil || ve.Code != vdibroker.ENoCapacity || ve.Reason != vdibroker.ReasonStartByAdministrator || resp.Header.Get("Retry-After") != "") {
-					t.Errorf("her connect %s later: %d Retry-After %q %s; want NoCapacity for an administrator, as before", wait, resp.StatusCode, resp.Header.Get("Retry-After"), raw)
+				// While her desktop goes down, each retry is told so,
+				// with at most 30 s, until the one that finds it down
+				// (or back), which comes when a single wait until D
+				// would have brought her (the whole seconds up from her
+				// connect).
+				for resp.StatusCode == 503 && ve != nil && ve.Code == vdibroker.ENoCapacity && ve.Reason == "" && strings.Contains(ve.Message, "is shutting down") {
+					n, err := strconv.Atoi(resp.Header.Get("Retry-After"))
+					if err != nil || n < 1 || n > 30 {
+						t.Fatalf("her retry at S + %s: Retry-After %q %s; want 1 to 30", e.clock.Now().Sub(s), resp.Header.Get("Retry-After"), raw)
+					}
+					until(e.clock.Now().Add(time.Duration(n) * time.Second).Sub(s))
+					resp, ve, raw = connect()
 				}
-				if !tc.byAdmin && (ve == nil || ve.Code != vdibroker.EHostStarting || ve.Reason != "") {
-					t.Errorf("her connect after the Retry-After (%s): %d %s; want HostStarting, a wait that may end with her desktop", wait, resp.StatusCode, raw)
+				if d := s.Add(tc.said).Add(timeout).Truncate(time.Second).Add(time.Second); tc.said >= 0 && tc.up < 0 && tc.ra > 0 && wait == later[0] {
+					if at, want := e.clock.Now(), s.Add(tc.at).Add((d.Sub(s.Add(tc.at))+time.Second-1)/time.Second*time.Second); d.After(s.Add(tc.at)) && !at.Equal(want) {
+						t.Errorf("her last retry at S + %s, want S + %s", at.Sub(s), want.Sub(s))
+					}
+				}
+				switch tc.then {
+				case "":
+					if resp.StatusCode != 201 {
+						t.Fatalf("her connect %s later: %d %s; want 201, a session on her desktop, back", wait, resp.StatusCode, raw)
+					}
+				case admin:
+					if ve == nil || ve.Code != vdibroker.ENoCapacity || ve.Reason != vdibroker.ReasonStartByAdministrator || resp.Header.Get("Retry-After") != "" ||
+						!strings.Contains(ve.Message, "an administrator can start it again") {
+						t.Errorf("her connect %s later: %d Retry-After %q %s; want NoCapacity for an administrator", wait, resp.StatusCode, resp.Header.Get("Retry-After"), raw)
+					}
+				default:
+					if ve == nil || ve.Code != tc.then || ve.Reason != "" {
+						t.Errorf("her connect after the Retry-After (%s): %d %s; want %s, a wait that may end with her desktop", wait, resp.StatusCode, raw, tc.then)
+					}
+				}
+				if tc.then != admin {
+					break // the next answer is another wait's
 				}
 			}
 			if n := sim.Calls("start", pool, host); n != 1 {
 				t.Errorf("%s started %d times, want once (her first connect)", host, n)
 			}
-			if tc.byAdmin {
+			if tc.then == admin {
 				// An administrator's start then is accepted, and
 				// her next connect waits for it.
 				if _, err := e.admin.StartSessionHost(ctx, pool, host); err != nil || sim.Calls("start", pool, host) != 2 {

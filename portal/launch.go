@@ -349,8 +349,8 @@ var failureKeys = map[string]string{
 // reasonKeys are the messages of a failed launch by the error's reason,
 // before its code's (failureKeys).
 var reasonKeys = map[string]string{
-	// R-A4: her own desktop's start timed out, or will have once its
-	// machine, shutting down, is down; no connect of hers starts it
+	// R-A4: her own desktop's start timed out and its agent is silent
+	// (it did not start, or has shut down); no connect of hers starts it
 	// again, so she is not told to try again but to ask her helpdesk.
 	vdibroker.ReasonStartByAdministrator: "launch.failedHelpdesk",
 }
@@ -391,8 +391,8 @@ func (p *Portal) view(secret string, l *vdibroker.PortalLaunch, lg *lang, now ti
 		v.Title, v.Message = lg.T("error.title"), lg.T(key, l.Name)
 		if wait := launchWait(l); wait > 0 {
 			// The wait its answer gave, not a guess (R-A4): a host
-			// starting, or a Personal user's own desktop shutting down
-			// (NoCapacity, until its machine is down).
+			// starting, or a Personal user's own desktop shutting down or
+			// restarting (NoCapacity, until its machine is down).
 			switch code {
 			case vdibroker.EHostStarting:
 				v.Message = lg.T("launch.failedStartingFor", l.Name) + " " + tryAgain(lg, wait)

@@ -321,9 +321,9 @@ func startedDesk(t *testing.T, e *env) {
 // a Personal pool (start VM on connect, heartbeat timeout 90 s) was
 // started and its agent then said that its machine shuts down. Her
 // launch is answered NoCapacity with a Retry-After until the machine is
-// down (90 or 91 s from that heartbeat, R-A4), and the failed launch
-// says to try again in 2 minutes (the wait rounded up to minutes), not
-// "in a few minutes", in each of the portal's languages (its status,
+// down (90 or 91 s from that heartbeat, R-A4), but at most 30 s, and the
+// failed launch says to try again in 30 seconds, not "in a few
+// minutes", in each of the portal's languages (its status,
 // which the page's script shows, and the page itself).
 func TestLaunchShuttingDownSaysTheAnswersWait_RA4(t *testing.T) {
 	e := newEnv(t, nil)
@@ -336,14 +336,14 @@ func TestLaunchShuttingDownSaysTheAnswersWait_RA4(t *testing.T) {
 	csrf := alice.signIn(e.userToken("alice"))
 	launch := alice.launch(csrf, "desktop:mine")
 	s := alice.await(launch, ended)
-	const want = "No session host can take \u2068My desk\u2069 right now. Try again in 2 minutes. If it keeps happening, tell your helpdesk."
+	const want = "No session host can take \u2068My desk\u2069 right now. Try again in 30 seconds. If it keeps happening, tell your helpdesk."
 	if s.State != "failed" || !strings.HasPrefix(s.Message, want) {
 		t.Fatalf("the launch: %+v; want failed, saying %q", s, want)
 	}
 	for lang, want := range map[string]string{
-		"de": "Zurzeit kann kein Sitzungshost \u2068My desk\u2069 aufnehmen. Versuchen Sie es in 2 Minuten erneut. Passiert es wieder, wenden Sie sich an Ihren Helpdesk.",
-		"pt": "Neste momento nenhum anfitrião de sessão pode abrir \u2068My desk\u2069. Tente novamente dentro de 2 minutos. Se continuar a acontecer, contacte o seu helpdesk.",
-		"ar": "لا يستطيع أي مضيف جلسات فتح \u2068My desk\u2069 الآن. حاول مرة أخرى بعد دقيقتين. إذا تكرر ذلك، فأبلغ مكتب الدعم.",
+		"de": "Zurzeit kann kein Sitzungshost \u2068My desk\u2069 aufnehmen. Versuchen Sie es in 30 Sekunden erneut. Passiert es wieder, wenden Sie sich an Ihren Helpdesk.",
+		"pt": "Neste momento nenhum anfitrião de sessão pode abrir \u2068My desk\u2069. Tente novamente dentro de 30 segundos. Se continuar a acontecer, contacte o seu helpdesk.",
+		"ar": "لا يستطيع أي مضيف جلسات فتح \u2068My desk\u2069 الآن. حاول مرة أخرى بعد ٣٠ ثانية. إذا تكرر ذلك، فأبلغ مكتب الدعم.",
 	} {
 		res, page := alice.get(launch+"?lang="+lang, "Accept-Language", lang)
 		if res.StatusCode != http.StatusOK || !strings.Contains(page, want) {
@@ -355,14 +355,15 @@ func TestLaunchShuttingDownSaysTheAnswersWait_RA4(t *testing.T) {
 // TestLaunchDesktopNeedsHelpdesk_RA4: alice's own desktop in a
 // Personal pool (start VM on connect, heartbeat timeout 90 s) was
 // started, and 9 minutes into its start its agent said that its machine
-// shuts down: by the time it is down its start will have timed out, and
-// no connect of hers starts it again (R-A4), only an administrator's.
-// Her launch is not told to try again in 2 minutes (she would, for
-// nothing) but that her desktop's computer is shutting down or did not
-// start, that opening it again does not start it, and to ask her
-// helpdesk, in each of the portal's languages; and so is her launch
-// once it is down (its start timed out), which before was "try again in
-// a few minutes".
+// shuts down. A reboot says the same and is back within the heartbeat
+// timeout, so her launch is told to try again in 30 seconds (the
+// Retry-After until its machine is down, 91 s, at most 30), not yet to ask her
+// helpdesk. Once it is down, its start timed out, no connect of hers
+// starts it again (R-A4), only an administrator's: her launch then is
+// not told to try again but that her desktop's computer did not start or
+// has shut down, that opening it again does not start it, and to ask her
+// helpdesk, in each of the portal's languages (before, that was "try
+// again in a few minutes").
 func TestLaunchDesktopNeedsHelpdesk_RA4(t *testing.T) {
 	e := newEnv(t, nil)
 	ctx := context.Background()
@@ -373,30 +374,34 @@ func TestLaunchDesktopNeedsHelpdesk_RA4(t *testing.T) {
 	}
 	alice := e.browser()
 	csrf := alice.signIn(e.userToken("alice"))
-	words := map[string]string{
-		"en": "The computer of \u2068My desk\u2069 is shutting down or did not start, and opening it again will not start it. Ask your helpdesk to start it for you.",
-		"de": "Der Computer von \u2068My desk\u2069 wird heruntergefahren oder ist nicht gestartet, und erneutes Öffnen startet ihn nicht. Bitten Sie Ihren Helpdesk, ihn für Sie zu starten.",
-		"pt": "O computador de \u2068My desk\u2069 está a encerrar ou não chegou a iniciar, e abri-lo novamente não o inicia. Peça ao seu helpdesk que o inicie por si.",
-		"ar": "جهاز الكمبيوتر الخاص بـ \u2068My desk\u2069 يجري إيقاف تشغيله أو لم يبدأ، ولن يشغّله فتحه مرة أخرى. اطلب من مكتب الدعم تشغيله لك.",
+	launch := alice.launch(csrf, "desktop:mine")
+	s := alice.await(launch, ended)
+	const again = "No session host can take \u2068My desk\u2069 right now. Try again in 30 seconds. If it keeps happening, tell your helpdesk."
+	if s.State != "failed" || !strings.HasPrefix(s.Message, again) {
+		t.Fatalf("the launch, shutting down: %+v; want failed, saying %q", s, again)
 	}
-	for _, when := range []string{"shutting down", "down, its start timed out"} {
-		launch := alice.launch(csrf, "desktop:mine")
-		s := alice.await(launch, ended)
-		if s.State != "failed" || !strings.HasPrefix(s.Message, words["en"]+" Reference for your helpdesk: ") {
-			t.Fatalf("the launch, %s: %+v; want failed, saying %q and the reference", when, s, words["en"])
+	e.advance(2 * time.Minute) // its machine is down; its start timed out
+	words := map[string]string{
+		"en": "The computer of \u2068My desk\u2069 did not start or has shut down, and opening it again will not start it. Ask your helpdesk to start it for you.",
+		"de": "Der Computer von \u2068My desk\u2069 ist nicht gestartet oder wurde heruntergefahren, und erneutes Öffnen startet ihn nicht. Bitten Sie Ihren Helpdesk, ihn für Sie zu starten.",
+		"pt": "O computador de \u2068My desk\u2069 não chegou a iniciar ou foi encerrado, e abri-lo novamente não o inicia. Peça ao seu helpdesk que o inicie por si.",
+		"ar": "جهاز الكمبيوتر الخاص بـ \u2068My desk\u2069 لم يبدأ أو تم إيقاف تشغيله، ولن يشغّله فتحه مرة أخرى. اطلب من مكتب الدعم تشغيله لك.",
+	}
+	launch = alice.launch(csrf, "desktop:mine")
+	s = alice.await(launch, ended)
+	if s.State != "failed" || !strings.HasPrefix(s.Message, words["en"]+" Reference for your helpdesk: ") {
+		t.Fatalf("the launch, down, its start timed out: %+v; want failed, saying %q and the reference", s, words["en"])
+	}
+	for _, lang := range []string{"de", "pt", "ar", "en"} { // English last: the choice is remembered
+		res, page := alice.get(launch+"?lang="+lang, "Accept-Language", lang)
+		if want := words[lang]; res.StatusCode != http.StatusOK || !strings.Contains(page, want) {
+			t.Errorf("the launch's page in %s: %d, want it to say %q:\n%s", lang, res.StatusCode, want, page)
 		}
-		for _, lang := range []string{"de", "pt", "ar", "en"} { // English last: the choice is remembered
-			res, page := alice.get(launch+"?lang="+lang, "Accept-Language", lang)
-			if want := words[lang]; res.StatusCode != http.StatusOK || !strings.Contains(page, want) {
-				t.Errorf("the launch's page in %s, %s: %d, want it to say %q:\n%s", lang, when, res.StatusCode, want, page)
-			}
-			for _, wrong := range []string{"Try again", "Versuchen Sie es", "Tente novamente", "حاول مرة أخرى"} {
-				if strings.Contains(page, wrong) {
-					t.Errorf("the launch's page in %s, %s, tells her to try again (%q):\n%s", lang, when, wrong, page)
-				}
+		for _, wrong := range []string{"Try again", "Versuchen Sie es", "Tente novamente", "حاول مرة أخرى"} {
+			if strings.Contains(page, wrong) {
+				t.Errorf("the launch's page in %s tells her to try again (%q):\n%s", lang, wrong, page)
 			}
 		}
-		e.advance(2 * time.Minute) // its machine is down; its start timed out
 	}
 	if list, err := e.admin.ListAudit(ctx, vhttp.AuditQuery{Action: "portal.launch"}); err != nil || len(list) < 2 ||
 		!strings.Contains(list[len(list)-1].Error, "an administrator can start it again") {

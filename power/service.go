@@ -704,7 +704,11 @@ func (s *Service) StartOnConnect(ctx context.Context, pool *vdibroker.HostPool, 
 			return desktopShuttingDown(mine, user, timeout, now)
 		}
 		if mine.PowerState == vdibroker.PowerStarting && !vdibroker.StartTimedOut(mine, now) {
-			return hostStarting(pool.Name, mine.Name)
+			err := hostStarting(pool.Name, mine.Name, ownStartRetryAfter(mine, now))
+			if mine.PowerStateTime != nil {
+				err.timesOut = mine.PowerStateTime.Add(StartTimeout)
+			}
+			return err
 		}
 		s.Unwait(pool.Name, user)
 		if mine.PowerState == vdibroker.PowerStarting {
@@ -712,8 +716,13 @@ func (s *Service) StartOnConnect(ctx context.Context, pool *vdibroker.HostPool, 
 			// (connects never start it again; an admin may), nor to
 			// try again: her helpdesk is who can help.
 			return &vdibroker.Error{Code: vdibroker.ENoCapacity, Reason: vdibroker.ReasonStartByAdministrator,
-				Message: fmt.Sprintf("session host %q, assigned to %s, was started %s ago and its agent has not reported since; an administrator can start it again (vdibroker sessionhost start) once they have looked at the machine",
-					mine.Name, user, now.Sub(*mine.PowerStateTime).Round(time.Minute))}
+				Message: fmt.Sprintf("session host %q, assigned to %s, was started %s ago and %s; an administrator can start it again (vdibroker sessionhost start) once they have looked at the machine",
+					mine.Name, user, now.Sub(*mine.PowerStateTime).Round(time.Minute), silentSince(mine))}
+		}
+		if goingDown(mine, timeout, now) {
+			// Shut down or restarted from within (the broker's stop
+			// records Stopping): a reboot brings it back by itself.
+			return desktopGoingDown(mine, user, timeout, now)
 		}
 		return nil
 	}
@@ -725,7 +734,7 @@ func (s *Service) StartOnConnect(ctx context.Context, pool *vdibroker.HostPool, 
 	// the starting ones have room for them.
 	if room >= waiting {
 		if starting > 0 {
-			return hostStarting(pool.Name, first)
+			return hostStarting(pool.Name, first, StartRetryAfter)
 		}
 		s.Unwait(pool.Name, user)
 		return nil
@@ -738,7 +747,7 @@ func (s *Service) StartOnConnect(ctx context.Context, pool *vdibroker.HostPool, 
 		// Started meanwhile by another replica or an admin: the next one.
 	}
 	if starting > 0 {
-		return hostStarting(pool.Name, first)
+		return hostStarting(pool.Name, first, StartRetryAfter)
 	}
 	s.Unwait(pool.Name, user)
 	return nil
@@ -749,42 +758,129 @@ func (s *Service) StartOnConnect(ctx context.Context, pool *vdibroker.HostPool, 
 // it shuts down (vdibroker.ShuttingDownAfterStart, R-A4): NoCapacity
 // saying that her desktop is shutting down, since when, and from when it
 // is down (vdibroker.StartAfterShutdownFrom, in UTC): once its agent has
-// been silent for the pool's heartbeat timeout its machine is down, and
-// her connect then lands on it if the start brought it back up, or says
-// what to wait for. The wait from now is its Retry-After alone, which
-// every reader shows in its own form (the CLI's " (try again in 91 s)"
-// follows the time), as for HostStarting. When its start will have timed
-// out by the time that wait ends, her connect after the wait does not
-// start it (connects never start a Starting host again, timed out or
-// not): only an administrator does, from that time or the whole second
-// its start times out at, the later (the admin's 409 says the same).
-// That answer has no Retry-After, which would have her try again for
-// nothing, and says that her desktop needs an administrator
-// (ReasonStartByAdministrator), with the time from which their start is
-// accepted.
+// been silent for the pool's heartbeat timeout its machine is taken for
+// down, and her connect then lands on it if it came back up (a reboot,
+// or the start carried out once it was down), or says what to wait for.
+// The wait from now, at most StartRetryAfter (downRetryAfter), is its
+// Retry-After alone, which every reader shows in its own form (the
+// CLI's " (try again in 30 s)" follows the time),
+// as for HostStarting. The broker cannot tell a reboot, which brings the
+// machine back by itself within that timeout, from a shutdown (its agent
+// says the same), and a host recorded Starting was last started, not
+// stopped, by the broker: so the answer always has that Retry-After, also
+// when its start will have timed out by the time her retry comes. It
+// then says so, and that an administrator can start it again from that
+// time or the whole second its start times out at, the later (the
+// admin's 409 says the same), if it is down; her retry is answered
+// for an administrator then (ReasonStartByAdministrator), unless it came
+// back. Telling her at once to ask her helpdesk would be false for a
+// machine that reboots.
 func desktopShuttingDown(h *vdibroker.SessionHost, user string, timeout time.Duration, now time.Time) error {
 	said, again := h.LastHeartBeat.UTC(), vdibroker.StartAfterShutdownFrom(h, timeout)
-	e := &vdibroker.Error{Code: vdibroker.ENoCapacity, RetryAfter: again.Sub(now)}
+	e := &vdibroker.Error{Code: vdibroker.ENoCapacity, RetryAfter: downRetryAfter(h, timeout, now)}
 	down := "it is down from " + again.Format(time.RFC3339)
-	// Her retry comes when the Retry-After says, in whole seconds
-	// rounded up (writeError's header): up to a second after again when
-	// now is not on a whole second, and her start may time out in
-	// between (then that retry is refused for an administrator).
-	back := now.Add((e.RetryAfter + time.Second - 1) / time.Second * time.Second)
-	if vdibroker.StartTimedOut(h, back) {
-		// Connects never start it again (R-A4): trying again does not
-		// help, an administrator's start does, once it is down and its
-		// start has timed out (the later, at a whole second: the admin's
-		// 409 names the same).
-		e.RetryAfter, e.Reason = 0, vdibroker.ReasonStartByAdministrator
+	// Her retry that finds it down comes the wait until again after now,
+	// in whole seconds rounded up (writeError's header; the capped
+	// Retry-After's retries before it add whole seconds): up to a second
+	// after again when now is not on a whole second, and her start may
+	// time out in between.
+	if vdibroker.StartTimedOut(h, now.Add(ceilSeconds(again.Sub(now)))) {
+		// Connects never start it again (R-A4): if it is down then,
+		// an administrator's start brings it back, accepted once it is
+		// down and its start has timed out (the later, at a whole
+		// second: the admin's 409 names the same).
 		from := later(again, ceilSecond(h.PowerStateTime.Add(StartTimeout).UTC()))
-		down = "it is down and its start has timed out, which connects do not start again: it needs an administrator, who can start it again (vdibroker sessionhost start) from " + from.Format(time.RFC3339) +
-			" (in " + relative(from.Sub(now), true) + ")"
+		when := "then"
+		if from.After(again) {
+			when = "from " + from.Format(time.RFC3339)
+		}
+		down = "unless it comes back by itself (a reboot), " + down + " and, its start timed out by then (connects do not start it again), needs an administrator, who can start it again (vdibroker sessionhost start) " + when
 	}
 	e.Message = fmt.Sprintf("session host %q, assigned to %s, is shutting down: it was started at %s, and its agent said at %s (%s ago) that its machine is going down; no other host is started for you. After the pool's heartbeat timeout (%d seconds) of silence from its agent, %s",
 		h.Name, user, h.PowerStateTime.UTC().Format(time.RFC3339), said.Format(time.RFC3339), relative(now.Sub(said), false),
 		int(timeout/time.Second), down)
 	return e
+}
+
+// goingDown reports whether h, recorded Running (or never recorded by
+// the broker), is Shutdown because its agent said within timeout of now
+// that its machine is going down (R-H1): shut down or restarted from
+// within the machine, not by the broker (whose stop records Stopping).
+func goingDown(h *vdibroker.SessionHost, timeout time.Duration, now time.Time) bool {
+	return h.ShuttingDown && h.LastHeartBeat != nil && now.Sub(*h.LastHeartBeat) <= timeout &&
+		(h.PowerState == vdibroker.PowerRunning || h.PowerState == "")
+}
+
+// desktopGoingDown is the answer to user's connect in a Personal pool
+// that starts hosts on connect, whose own host h is goingDown (R-A4): a
+// restart brings it back by itself, a shutdown does not, and its agent
+// says the same for both. NoCapacity saying so, with the Retry-After of
+// desktopShuttingDown (downRetryAfter, at most StartRetryAfter): until
+// the first whole second after its agent has been silent for the pool's
+// heartbeat timeout (vdibroker.StartAfterShutdownFrom), when it is either back (her retry
+// lands on it) or taken for down, and her retry then starts it (start VM
+// on connect of a host whose agent is silent). Not the placement's
+// refusal, which has no Retry-After and tells an administrator to start
+// the host, while her own connect will.
+func desktopGoingDown(h *vdibroker.SessionHost, user string, timeout time.Duration, now time.Time) error {
+	said, again := h.LastHeartBeat.UTC(), vdibroker.StartAfterShutdownFrom(h, timeout)
+	return &vdibroker.Error{Code: vdibroker.ENoCapacity, RetryAfter: downRetryAfter(h, timeout, now),
+		Message: fmt.Sprintf("session host %q, assigned to %s, is shutting down or restarting: its agent said at %s (%s ago) that its machine is going down; no other host is started for you. If it restarts, your connect lands on it once its agent reports again; if not, your connect starts it once its agent has been silent for the pool's heartbeat timeout (%d seconds), from %s",
+			h.Name, user, said.Format(time.RFC3339), relative(now.Sub(said), false), int(timeout/time.Second), again.Format(time.RFC3339))}
+}
+
+// downRetryAfter is the Retry-After of an answer that her own desktop h
+// is going down (desktopShuttingDown, desktopGoingDown; R-A4): the wait
+// until it is taken for down (vdibroker.StartAfterShutdownFrom), but at
+// most StartRetryAfter, as for HostStarting. The heartbeat timeout may
+// be up to an hour (vdibroker.MaxHeartbeatTimeoutSeconds), and a
+// rebooting machine is back in about a boot's time: she is not sent away
+// for as long as the timeout; each retry before it is down is answered
+// the same, with the wait as of then. A shortened wait is whole seconds
+// that bring her retry back while its agent's word still holds (its last
+// heartbeat plus timeout, up to a second before that first whole second,
+// so 29 s rather than 30 s when 30 s would land in between): her retries
+// then come back at whole seconds from her first, and the one that finds
+// it down comes when a single wait until then would have brought it,
+// which is the moment desktopShuttingDown's words are decided for.
+func downRetryAfter(h *vdibroker.SessionHost, timeout time.Duration, now time.Time) time.Duration {
+	if d := vdibroker.StartAfterShutdownFrom(h, timeout).Sub(now); d <= StartRetryAfter {
+		return d
+	}
+	return min(StartRetryAfter, h.LastHeartBeat.Add(timeout).Sub(now).Truncate(time.Second))
+}
+
+// ownStartRetryAfter is the Retry-After of a Personal user's
+// HostStarting for her own host h, Starting within the start timeout at
+// now (R-A4): StartRetryAfter, or, when its start times out sooner, the
+// wait until then in whole seconds, rounded up (at least 1 s). Her retry
+// comes when the Retry-After says, in whole seconds (writeError's header,
+// as desktopShuttingDown reckons it), so at or after the timeout: her
+// desktop is up then and she lands on it, or its start has timed out and
+// she is told that it needs an administrator (ReasonStartByAdministrator).
+// She is never sent past the timeout by a wait that said her desktop was
+// starting.
+func ownStartRetryAfter(h *vdibroker.SessionHost, now time.Time) time.Duration {
+	if h.PowerStateTime == nil {
+		return StartRetryAfter // a start that never times out (vdibroker.StartTimedOut)
+	}
+	return min(StartRetryAfter, max(ceilSeconds(h.PowerStateTime.Add(StartTimeout).Sub(now)), time.Second))
+}
+
+// ceilSeconds is d rounded up to whole seconds, as a Retry-After header
+// says it (writeError).
+func ceilSeconds(d time.Duration) time.Duration {
+	return (d + time.Second - 1) / time.Second * time.Second
+}
+
+// silentSince says what h's agent said since its start, which timed out:
+// nothing, or, once, that its machine was going down (longer than the
+// pool's heartbeat timeout ago, or ShuttingDownAfterStart would hold).
+func silentSince(h *vdibroker.SessionHost) string {
+	if h.LastHeartBeat != nil && h.PowerStateTime != nil && h.LastHeartBeat.After(*h.PowerStateTime) {
+		return fmt.Sprintf("its agent said at %s only that its machine was going down, and has not reported since", h.LastHeartBeat.UTC().Format(time.RFC3339))
+	}
+	return "its agent has not reported since"
 }
 
 // startForConnect claims h's start and asks the driver in the background
@@ -805,27 +901,30 @@ func (s *Service) startForConnect(ctx context.Context, d Driver, pool *vdibroker
 		s.driveStart(bctx, d, claimed)
 	}()
 	s.log.Info("start VM on connect", "pool", pool.Name, "host", h.Name, "user", user)
-	return hostStarting(pool.Name, h.Name)
+	return hostStarting(pool.Name, h.Name, StartRetryAfter)
 }
 
 // hostStarting is the HostStarting answer (R-A4) for pool: what is
-// happening, in words; when to try again is its Retry-After
-// (StartRetryAfter) alone, which every reader shows in its own form (the
-// CLI's " (try again in 30 s)", the portal's own words), so the line an
-// administrator reads says the wait once.
-func hostStarting(pool, host string) error {
+// happening, in words; when to try again is its Retry-After (retry:
+// StartRetryAfter, or ownStartRetryAfter for a Personal user's own host)
+// alone, which every reader shows in its own form (the CLI's " (try again
+// in 30 s)", the portal's own words), so the line an administrator reads
+// says the wait once.
+func hostStarting(pool, host string, retry time.Duration) *startingError {
 	msg := fmt.Sprintf("host pool %q has no capacity now; a session host is starting", pool)
 	if host != "" {
 		msg = fmt.Sprintf("host pool %q has no capacity now; session host %q is starting", pool, host)
 	}
-	return &startingError{err: &vdibroker.Error{Code: vdibroker.EHostStarting, Message: msg, RetryAfter: StartRetryAfter}, host: host}
+	return &startingError{err: &vdibroker.Error{Code: vdibroker.EHostStarting, Message: msg, RetryAfter: retry}, host: host}
 }
 
 // startingError is StartOnConnect's HostStarting, naming the host it
-// started for the user (or the user's own, starting), if one.
+// started for the user (or the user's own, starting), if one, and, for a
+// Personal user's own host, when its start times out.
 type startingError struct {
-	err  *vdibroker.Error
-	host string
+	err      *vdibroker.Error
+	host     string
+	timesOut time.Time
 }
 
 func (e *startingError) Error() string { return e.err.Error() }
@@ -841,6 +940,19 @@ func StartingHost(err error) string {
 		return e.host
 	}
 	return ""
+}
+
+// StartTimesOut returns when the start of the Personal user's own host
+// that a HostStarting error of StartOnConnect waits for times out (R-A4):
+// from then her connect is answered otherwise (her desktop, or that it
+// needs an administrator), so a connect held for it (R-U4) is decided
+// again then. Zero for any other answer.
+func StartTimesOut(err error) time.Time {
+	var e *startingError
+	if errors.As(err, &e) {
+		return e.timesOut
+	}
+	return time.Time{}
 }
 
 // wait records that user waits for a host in pool and returns how many

@@ -28,10 +28,11 @@ var portalLangs = []string{"de", "pt", "ar", "en"}
 // minutes, else her helpdesk); a host of a pool that starts on connect
 // is still starting (try again in 30 seconds, the broker's
 // Retry-After); her Personal desktop, stopped, is started for her; its
-// agent then says its machine shuts down (try again in 2 minutes, when
-// it is down); and when its start will have timed out by then (it was
-// started 9 minutes ago), no connect of hers starts it again: the page
-// says to ask her helpdesk, and not to try again. A pool deleted, and
+// agent then says its machine shuts down (try again in 30 seconds, the
+// most a Retry-After says, until it is down), also when its start will have timed out by then (it was
+// started 9 minutes ago: a reboot is back by then); and once it did not
+// come back and its start timed out, no connect of hers starts it
+// again: the page says to ask her helpdesk, and not to try again. A pool deleted, and
 // an app removed, since her page was drawn are no longer hers; her
 // sign-in ended (her token revoked) mid-page, she is told to sign in
 // again (past her write budget: portal/budget_test.go). Carol,
@@ -214,30 +215,43 @@ func TestPortalAnswersBrowser_RU4_RU6_RA4(t *testing.T) {
 		t.Fatal(err)
 	}
 	launchAnswer("her desktop shutting down", "desktop:mine", "My desk",
-		"No session host can take \u2068My desk\u2069 right now. Try again in 2 minutes. If it keeps happening, tell your helpdesk. Reference for your helpdesk: ", nil)
+		"No session host can take \u2068My desk\u2069 right now. Try again in 30 seconds. If it keeps happening, tell your helpdesk. Reference for your helpdesk: ", nil)
 	// Late in the start instead (started 9 minutes ago): by the time it
 	// is down, its start timed out, and no connect of hers starts it
-	// again (R-A4).
+	// again (R-A4); but a reboot says the same and is back by then: she
+	// is told to try again (until it is down), not yet to ask her helpdesk.
 	if _, _, err := m.Store.SetPowerState(bg, "mine", "mine-1", vdibroker.PowerStarting, time.Now().Add(-vdibroker.HostStartTimeout+time.Minute)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := admin.Heartbeat(bg, creds["mine-1"], &vdibroker.HeartbeatRequest{ShuttingDown: true}); err != nil {
 		t.Fatal(err)
 	}
-	got := launchAnswer("her desktop shutting down for good", "desktop:mine", "My desk",
-		"The computer of \u2068My desk\u2069 is shutting down or did not start, and opening it again will not start it. Ask your helpdesk to start it for you. Reference for your helpdesk: ", nil)
+	launchAnswer("her desktop shutting down late in its start", "desktop:mine", "My desk",
+		"No session host can take \u2068My desk\u2069 right now. Try again in 30 seconds. If it keeps happening, tell your helpdesk. Reference for your helpdesk: ", nil)
+	// Started 11 minutes ago, and its agent said 10.5 minutes ago, longer
+	// than the heartbeat timeout, that its machine shuts down: it did not
+	// come back, its start timed out, and no connect of hers starts it
+	// again.
+	if _, _, err := m.Store.SetPowerState(bg, "mine", "mine-1", vdibroker.PowerStarting, time.Now().Add(-vdibroker.HostStartTimeout-time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Store.ApplyHeartbeat(bg, "mine", "mine-1", &vdibroker.HeartbeatRequest{ShuttingDown: true}, time.Now().Add(-vdibroker.HostStartTimeout-30*time.Second).UTC()); err != nil {
+		t.Fatal(err)
+	}
+	got := launchAnswer("her desktop shut down for good", "desktop:mine", "My desk",
+		"The computer of \u2068My desk\u2069 did not start or has shut down, and opening it again will not start it. Ask your helpdesk to start it for you. Reference for your helpdesk: ", nil)
 	for lang, want := range map[string]string{
-		"de": "Der Computer von \u2068My desk\u2069 wird heruntergefahren oder ist nicht gestartet, und erneutes Öffnen startet ihn nicht. Bitten Sie Ihren Helpdesk, ihn für Sie zu starten.",
-		"pt": "O computador de \u2068My desk\u2069 está a encerrar ou não chegou a iniciar, e abri-lo novamente não o inicia. Peça ao seu helpdesk que o inicie por si.",
-		"ar": "جهاز الكمبيوتر الخاص بـ \u2068My desk\u2069 يجري إيقاف تشغيله أو لم يبدأ، ولن يشغّله فتحه مرة أخرى. اطلب من مكتب الدعم تشغيله لك.",
+		"de": "Der Computer von \u2068My desk\u2069 ist nicht gestartet oder wurde heruntergefahren, und erneutes Öffnen startet ihn nicht. Bitten Sie Ihren Helpdesk, ihn für Sie zu starten.",
+		"pt": "O computador de \u2068My desk\u2069 não chegou a iniciar ou foi encerrado, e abri-lo novamente não o inicia. Peça ao seu helpdesk que o inicie por si.",
+		"ar": "جهاز الكمبيوتر الخاص بـ \u2068My desk\u2069 لم يبدأ أو تم إيقاف تشغيله، ولن يشغّله فتحه مرة أخرى. اطلب من مكتب الدعم تشغيله لك.",
 	} {
 		if !strings.HasPrefix(got[lang], want) {
-			t.Errorf("her desktop shutting down for good, in %s: %q; want %q", lang, got[lang], want)
+			t.Errorf("her desktop shut down for good, in %s: %q; want %q", lang, got[lang], want)
 		}
 	}
 	for lang, words := range tryAgain {
 		if strings.Contains(got[lang], words) {
-			t.Errorf("her desktop shutting down for good, in %s: %q tells her to try again", lang, got[lang])
+			t.Errorf("her desktop shut down for good, in %s: %q tells her to try again", lang, got[lang])
 		}
 	}
 	if n := sim.Calls("start", "mine", "mine-1"); n != 1 {
