@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -13,14 +14,16 @@ import (
 	"github.com/vdibroker/vdibroker/gatewaytoken"
 )
 
-// newGatewayKeygenCmd makes a token signing key and its JWKS: until the
-// broker signs tokens itself, an operator (or a test) mints them with
-// `gateway token`.
+// newGatewayKeygenCmd makes a token signing key and adds its public key
+// to a JWKS file: until the broker signs tokens itself, an operator (or
+// a test) mints them with `gateway token`. The file's other keys stay,
+// so a gateway reading it goes on accepting the tokens of the key in
+// use while the new one is published (docs/gateway.md's rotation, R-GW6).
 func newGatewayKeygenCmd() *cobra.Command {
 	var keyID, keyFile, jwksFile string
 	cmd := &cobra.Command{
 		Use:   "keygen --key-id ID --private-key FILE --jwks FILE",
-		Short: "Make an Ed25519 token signing key (a new PEM file, " + secretFileAccess + ") and the JWKS file a gateway verifies with",
+		Short: "Make an Ed25519 token signing key (a new PEM file, " + secretFileAccess + ") and add its public key to the JWKS file a gateway verifies with",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, err := gatewaytoken.GenerateSigner(keyID)
@@ -31,9 +34,19 @@ func newGatewayKeygenCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			jwks, err := gatewaytoken.MarshalJWKS(map[string]ed25519.PublicKey{keyID: s.PublicKey()})
+			// Every refusal before the first write: a refused keygen
+			// leaves no key file and the JWKS file as it was.
+			keys, mode, err := readKeygenJWKS(jwksFile)
 			if err != nil {
-				return err
+				return usageError{err}
+			}
+			if _, dup := keys[keyID]; dup {
+				return usageError{fmt.Errorf("--jwks %s already has key id %q: give another --key-id (keygen never replaces a key)", jwksFile, keyID)}
+			}
+			keys[keyID] = s.PublicKey()
+			jwks, err := gatewaytoken.MarshalJWKS(keys)
+			if err != nil {
+				return usageError{fmt.Errorf("--jwks %s: %w; remove a key no token is signed with any more first", jwksFile, err)}
 			}
 			// The key's file is its owner's alone from its first byte
 			// (createSecretFile: mode 0600; on Windows a DACL of its
@@ -46,23 +59,80 @@ func newGatewayKeygenCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if _, err := f.Write(pem); err != nil {
-				f.Close()
+			_, err = f.Write(pem)
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			if err == nil {
+				err = writeFileAtomic(jwksFile, append(jwks, '\n'), mode)
+			}
+			if err != nil {
+				// The file is keygen's own (created above, never an
+				// existing one): a part of a key, or a key whose public
+				// half no JWKS holds, is no use, and would refuse the
+				// same command run again.
+				os.Remove(keyFile)
 				return err
 			}
-			if err := f.Close(); err != nil {
-				return err
-			}
-			return os.WriteFile(jwksFile, append(jwks, '\n'), 0o644)
+			return nil
 		},
 	}
-	cmd.Flags().StringVar(&keyID, "key-id", "", "the key's id (1..64 of A-Z a-z 0-9 _ -)")
-	cmd.Flags().StringVar(&keyFile, "private-key", "", "file to write the private key to")
-	cmd.Flags().StringVar(&jwksFile, "jwks", "", "file to write the public key set to")
+	cmd.Flags().StringVar(&keyID, "key-id", "", "the key's id (1..64 of A-Z a-z 0-9 _ -), not one the --jwks file has")
+	cmd.Flags().StringVar(&keyFile, "private-key", "", "file to write the private key to (a new file)")
+	cmd.Flags().StringVar(&jwksFile, "jwks", "", "JWKS file to add the public key to (made when absent; its other keys stay)")
 	for _, f := range []string{"key-id", "private-key", "jwks"} {
 		cmd.MarkFlagRequired(f)
 	}
 	return cmd
+}
+
+// readKeygenJWKS reads the keys of the JWKS file path and its mode; a
+// file that does not exist is no keys, mode 0644 (a public key set).
+func readKeygenJWKS(path string) (map[string]ed25519.PublicKey, os.FileMode, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return map[string]ed25519.PublicKey{}, 0o644, nil
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("--jwks: %w", err)
+	}
+	ks, err := gatewaytoken.ParseJWKS(data)
+	if err != nil {
+		return nil, 0, fmt.Errorf("--jwks %s is not a JWKS file of Ed25519 keys (%w): give a new file or a gateway's key file, which keygen adds the key to", path, err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, 0, fmt.Errorf("--jwks: %w", err)
+	}
+	return ks.Keys(), fi.Mode().Perm(), nil
+}
+
+// writeFileAtomic replaces the file path with data, mode perm: written
+// to a new file beside it, then renamed over it, so a reader (a gateway
+// reloading its keys) reads the old file or the new one, never a part.
+func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp, perm)
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+	}
+	return err
 }
 
 // newGatewayTokenCmd signs one access token and prints it.
