@@ -37,6 +37,13 @@ const (
 	// Retry-After) before a registration or a heartbeat: an agent tries
 	// again at least this often while it is told to wait.
 	maxAskedWait = 5 * time.Minute
+	// maxHeartbeatWait bounds a heartbeat's asked wait tighter: the host
+	// is alive only while its heartbeats arrive within its pool's
+	// heartbeatTimeoutSeconds (90 s by default, R-H1), so a proxy asking
+	// for minutes (the broker asks for seconds) must not keep it silent,
+	// and its users' connects refused, longer than an unreachable broker
+	// would (the backoff's default bound).
+	maxHeartbeatWait = defaultBackoffMax
 )
 
 // Config is an agent's configuration. Server, HostName and Address are
@@ -252,8 +259,10 @@ func (a *Agent) Run(ctx context.Context) error {
 			// Told to wait (heartbeats of this host faster than the
 			// broker takes them, R-SEC; a broker without its database):
 			// its Retry-After, not the backoff's first second, which
-			// would come back while the broker still says no.
+			// would come back while the broker still says no; at most
+			// maxHeartbeatWait, not a registration's maxAskedWait.
 			delay, _ = askedWait(err, &a.backoff)
+			delay = min(delay, maxHeartbeatWait)
 			if a.link != "waiting" {
 				a.link = "waiting"
 				a.log.Warn(fmt.Sprintf("broker answered %d to the heartbeat; waiting to heartbeat again", askedStatus(err)),

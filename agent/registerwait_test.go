@@ -255,7 +255,10 @@ func TestRegistrationRefusedAfterWaitIsFatal_RSEC(t *testing.T) {
 // (the broker: heartbeats of this host faster than it takes them) or 503
 // (a broker without its database, a proxy before it) waits the answer's
 // Retry-After (an injected clock: not a moment less), capped at
-// maxAskedWait, not the backoff's first step; sends nothing while it
+// maxHeartbeatWait, not the backoff's first step: a proxy asking for
+// minutes must not keep the host silent past its pool's
+// heartbeatTimeoutSeconds (90 s by default) longer than an unreachable
+// broker would (the backoff's minute, R-H1); sends nothing while it
 // waits; logs one line of the wait; heartbeats again after it; and Run
 // returns nil at once when stopped in the middle of a wait.
 func TestHeartbeatWaitsWhenAsked_RSEC(t *testing.T) {
@@ -268,8 +271,11 @@ func TestHeartbeatWaitsWhenAsked_RSEC(t *testing.T) {
 	}{
 		{"429 Retry-After 30", http.StatusTooManyRequests, "30", 30 * time.Second, "broker answered 429 to the heartbeat; waiting to heartbeat again"},
 		{"503 Retry-After 20", http.StatusServiceUnavailable, "20", 20 * time.Second, "broker answered 503 to the heartbeat; waiting to heartbeat again"},
-		// Two hours: taken as an hour (maxRetryAfter), waited 5 minutes.
-		{"429 asking for two hours", http.StatusTooManyRequests, "7200", maxAskedWait, "broker answered 429 to the heartbeat; waiting to heartbeat again"},
+		// Two hours: taken as an hour (maxRetryAfter), waited a minute
+		// (maxHeartbeatWait), not the 5 minutes of a registration.
+		{"429 asking for two hours", http.StatusTooManyRequests, "7200", time.Minute, "broker answered 429 to the heartbeat; waiting to heartbeat again"},
+		// A proxy's maintenance page asking for 10 minutes: a minute.
+		{"503 Retry-After 600", http.StatusServiceUnavailable, "600", time.Minute, "broker answered 503 to the heartbeat; waiting to heartbeat again"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			b := newFakeBroker(t)
