@@ -136,6 +136,9 @@ func TestRegistrationWaitsWhenThrottled_RSEC(t *testing.T) {
 		_, err := admin.GetSessionHost(ctx, "golden", "clone-late")
 		return err == nil
 	})
+	// The broker's row is written before the agent reads the answer and
+	// logs it: wait for the line, then count it.
+	waitFor(t, "the agent's line of the registration", func() bool { return len(logs.with("host registered")) > 0 })
 	if n := len(logs.with("host registered")); n != 1 {
 		t.Errorf("%d log lines \"host registered\", want 1", n)
 	}
