@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -204,5 +205,111 @@ func TestGatewayKeysFileAcceptsBothKeysAfterKeygen_RGW6(t *testing.T) {
 		if _, err := m.keys.Verify(tok, time.Now()); err != nil {
 			t.Errorf("%s's token after the second keygen: %v, want accepted", name, err)
 		}
+	}
+}
+
+// TestGatewayKeygenRefusesOneFileForBoth (R-SEC): --private-key and
+// --jwks naming one file (a slip of the operator's) are refused, and
+// leave no file: the JWKS file's rename would replace the private key
+// just written, and keygen report success with the key lost.
+func TestGatewayKeygenRefusesOneFileForBoth(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "gateway.json")
+	for _, other := range []string{path, filepath.Join(dir, ".", "gateway.json")} {
+		err := runKeygen(t, "k1", path, other)
+		var ue usageError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), "are the same file") {
+			t.Errorf("keygen --private-key %s --jwks %s = %v, want a usage error: the same file", path, other, err)
+		}
+		if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("the refused keygen left %s: %v", path, err)
+		}
+	}
+}
+
+// TestGatewayKeygenKeepsJWKSLink_RGW6 (R-GW6): a JWKS file reached
+// through a symbolic link (the gateway's --keys-file a link to where the
+// keys are kept) gets the key in the file the link names; the link
+// stays a link, not replaced by a file of its own.
+func TestGatewayKeygenKeepsJWKSLink_RGW6(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("symbolic links need a privilege on Windows")
+	}
+	dir := t.TempDir()
+	real := filepath.Join(dir, "keys", "current.json")
+	if err := os.Mkdir(filepath.Dir(real), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := runKeygen(t, "k1", filepath.Join(dir, "k1.pem"), real); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "gateway-keys.json")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := runKeygen(t, "k2", filepath.Join(dir, "k2.pem"), link); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("--jwks %s after keygen: %v, %v; want the link still", link, fi.Mode(), err)
+	}
+	got := jwksKeys(t, real)
+	if len(got) != 2 || got["k1"] == nil || got["k2"] == nil {
+		t.Errorf("keys of the linked file %v, want k1 and k2", got)
+	}
+}
+
+// TestWriteFileAtomic (R-SEC): the file is written through a temporary
+// file of a new random name beside it, never a name an attacker could
+// have made first (path+".tmp", a link to a file of the victim's: the
+// write would go through it); the file has the mode asked for, not the
+// mode of the file it replaces (an .rdp file holds a gateway token:
+// 0600 over an earlier 0644); nothing is left beside it, after a
+// failure neither.
+func TestWriteFileAtomic(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("modes and symbolic links: POSIX")
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "alice.rdp")
+	victim := filepath.Join(dir, "victim")
+	if err := os.WriteFile(victim, []byte("victim's"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(victim, path+".tmp"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeFileAtomic(path, []byte("token"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := os.ReadFile(victim); string(data) != "victim's" {
+		t.Errorf("the file a planted %s.tmp link names was written: %q", path, data)
+	}
+	fi, err := os.Lstat(path)
+	if err != nil || fi.Mode() != 0o600 {
+		t.Fatalf("%s: %v, %v; want a file of mode 0600", path, fi.Mode(), err)
+	}
+	if data, _ := os.ReadFile(path); string(data) != "token" {
+		t.Errorf("%s holds %q, want the new text", path, data)
+	}
+	// A failed rename (onto a folder that is not empty) leaves no
+	// temporary file.
+	sub := filepath.Join(dir, "sub")
+	if err := os.MkdirAll(filepath.Join(sub, "x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeFileAtomic(sub, []byte("x"), 0o600); err == nil {
+		t.Fatal("writeFileAtomic over a folder succeeded")
+	}
+	ents, _ := os.ReadDir(dir)
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	if strings.Join(names, ",") != "alice.rdp,alice.rdp.tmp,sub,victim" {
+		t.Errorf("files %v, want alice.rdp, the planted link, sub and victim only", names)
 	}
 }

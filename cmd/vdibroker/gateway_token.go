@@ -59,12 +59,20 @@ func newGatewayKeygenCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			// The same file by two names (the same path, or one spelled
+			// otherwise): the JWKS file's rename would replace the key
+			// just written, and keygen succeed with the key lost.
+			if same(f, jwksFile) {
+				f.Close()
+				os.Remove(keyFile)
+				return usageError{fmt.Errorf("--private-key %s and --jwks %s are the same file: give two files", keyFile, jwksFile)}
+			}
 			_, err = f.Write(pem)
 			if cerr := f.Close(); err == nil {
 				err = cerr
 			}
 			if err == nil {
-				err = writeFileAtomic(jwksFile, append(jwks, '\n'), mode)
+				err = writeFileAtomic(jwksTarget(jwksFile), append(jwks, '\n'), mode)
 			}
 			if err != nil {
 				// The file is keygen's own (created above, never an
@@ -105,6 +113,30 @@ func readKeygenJWKS(path string) (map[string]ed25519.PublicKey, os.FileMode, err
 		return nil, 0, fmt.Errorf("--jwks: %w", err)
 	}
 	return ks.Keys(), fi.Mode().Perm(), nil
+}
+
+// same reports whether the open file f is the file path.
+func same(f *os.File, path string) bool {
+	fi, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	pi, err := os.Stat(path)
+	return err == nil && os.SameFile(fi, pi)
+}
+
+// jwksTarget is the file keygen replaces for the JWKS file path: the
+// file a symbolic link path names (as a gateway reading path reads it),
+// not the link, which a rename over path would replace with a file of
+// its own; path itself when it is no link or names nothing yet.
+func jwksTarget(path string) string {
+	if fi, err := os.Lstat(path); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		return path
+	}
+	if target, err := filepath.EvalSymlinks(path); err == nil {
+		return target
+	}
+	return path
 }
 
 // writeFileAtomic replaces the file path with data, mode perm: written
