@@ -36,7 +36,7 @@ func newGatewayKeygenCmd() *cobra.Command {
 			}
 			// Every refusal before the first write: a refused keygen
 			// leaves no key file and the JWKS file as it was.
-			keys, mode, err := readKeygenJWKS(jwksFile)
+			keys, was, err := readKeygenJWKS(jwksFile)
 			if err != nil {
 				return usageError{err}
 			}
@@ -72,7 +72,11 @@ func newGatewayKeygenCmd() *cobra.Command {
 				err = cerr
 			}
 			if err == nil {
-				err = writeFileAtomic(jwksTarget(jwksFile), append(jwks, '\n'), mode)
+				mode := os.FileMode(0o644) // a public key set
+				if was != nil {
+					mode = was.Mode().Perm()
+				}
+				err = writeFileAtomicLike(jwksTarget(jwksFile), append(jwks, '\n'), mode, was)
 			}
 			if err != nil {
 				// The file is keygen's own (created above, never an
@@ -94,25 +98,26 @@ func newGatewayKeygenCmd() *cobra.Command {
 	return cmd
 }
 
-// readKeygenJWKS reads the keys of the JWKS file path and its mode; a
-// file that does not exist is no keys, mode 0644 (a public key set).
-func readKeygenJWKS(path string) (map[string]ed25519.PublicKey, os.FileMode, error) {
+// readKeygenJWKS reads the keys of the JWKS file path and its mode,
+// owner and group (its FileInfo); a file that does not exist is no keys,
+// no FileInfo.
+func readKeygenJWKS(path string) (map[string]ed25519.PublicKey, os.FileInfo, error) {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return map[string]ed25519.PublicKey{}, 0o644, nil
+		return map[string]ed25519.PublicKey{}, nil, nil
 	}
 	if err != nil {
-		return nil, 0, fmt.Errorf("--jwks: %w", err)
+		return nil, nil, fmt.Errorf("--jwks: %w", err)
 	}
 	ks, err := gatewaytoken.ParseJWKS(data)
 	if err != nil {
-		return nil, 0, fmt.Errorf("--jwks %s is not a JWKS file of Ed25519 keys (%w): give a new file or a gateway's key file, which keygen adds the key to", path, err)
+		return nil, nil, fmt.Errorf("--jwks %s is not a JWKS file of Ed25519 keys (%w): give a new file or a gateway's key file, which keygen adds the key to", path, err)
 	}
 	fi, err := os.Stat(path)
 	if err != nil {
-		return nil, 0, fmt.Errorf("--jwks: %w", err)
+		return nil, nil, fmt.Errorf("--jwks: %w", err)
 	}
-	return ks.Keys(), fi.Mode().Perm(), nil
+	return ks.Keys(), fi, nil
 }
 
 // same reports whether the open file f is the file path.
@@ -143,6 +148,13 @@ func jwksTarget(path string) string {
 // to a new file beside it, then renamed over it, so a reader (a gateway
 // reloading its keys) reads the old file or the new one, never a part.
 func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
+	return writeFileAtomicLike(path, data, perm, nil)
+}
+
+// writeFileAtomicLike is writeFileAtomic giving the file the owner and
+// group of like, the file it replaces (none when nil): replaced by
+// another account (root), it stays readable by those who read it.
+func writeFileAtomicLike(path string, data []byte, perm os.FileMode, like os.FileInfo) error {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
 		return err
@@ -154,6 +166,9 @@ func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
+	}
+	if err == nil && like != nil {
+		err = chownLike(tmp, like)
 	}
 	if err == nil {
 		err = os.Chmod(tmp, perm)
