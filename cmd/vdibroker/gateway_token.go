@@ -155,7 +155,14 @@ func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
 // group of like, the file it replaces (none when nil): replaced by
 // another account (root), it stays readable by those who read it.
 func writeFileAtomicLike(path string, data []byte, perm os.FileMode, like os.FileInfo) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	// A file only its owner may read (an .rdp file holds a gateway
+	// token) is its owner's from its first byte; on Windows with a DACL
+	// of its own (createSecretFile's), not its folder's.
+	create := os.CreateTemp
+	if perm&0o077 == 0 {
+		create = createSecretTemp
+	}
+	f, err := create(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
 		return err
 	}
