@@ -62,7 +62,7 @@ func newGatewayKeygenCmd() *cobra.Command {
 			// The same file by two names (the same path, or one spelled
 			// otherwise): the JWKS file's rename would replace the key
 			// just written, and keygen succeed with the key lost.
-			if same(f, jwksFile) {
+			if same(keyFile, jwksFile) {
 				f.Close()
 				os.Remove(keyFile)
 				return usageError{fmt.Errorf("--private-key %s and --jwks %s are the same file: give two files", keyFile, jwksFile)}
@@ -120,14 +120,16 @@ func readKeygenJWKS(path string) (map[string]ed25519.PublicKey, os.FileInfo, err
 	return ks.Keys(), fi, nil
 }
 
-// same reports whether the open file f is the file path.
-func same(f *os.File, path string) bool {
-	fi, err := f.Stat()
+// same reports whether the paths a and b name one file. By path, not by
+// the open file: on Windows createSecretFile's handle may write, not
+// read attributes.
+func same(a, b string) bool {
+	ai, err := os.Stat(a)
 	if err != nil {
 		return false
 	}
-	pi, err := os.Stat(path)
-	return err == nil && os.SameFile(fi, pi)
+	bi, err := os.Stat(b)
+	return err == nil && os.SameFile(ai, bi)
 }
 
 // jwksTarget is the file keygen replaces for the JWKS file path: the
