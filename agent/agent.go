@@ -33,10 +33,17 @@ const (
 	// rememberedCommands bounds the ids of commands already carried out, so
 	// a command delivered twice runs once.
 	rememberedCommands = 1000
-	// maxRegistrationWait bounds a wait between registrations the broker
-	// asked for (429 or 503 with Retry-After): an agent registers at
-	// least this often while it is told to wait.
-	maxRegistrationWait = 5 * time.Minute
+	// maxAskedWait bounds a wait the broker asked for (429 or 503 with
+	// Retry-After) before a registration or a heartbeat: an agent tries
+	// again at least this often while it is told to wait.
+	maxAskedWait = 5 * time.Minute
+	// maxHeartbeatWait bounds a heartbeat's asked wait tighter: the host
+	// is alive only while its heartbeats arrive within its pool's
+	// heartbeatTimeoutSeconds (90 s by default, R-H1), so a proxy asking
+	// for minutes (the broker asks for seconds) must not keep it silent,
+	// and its users' connects refused, longer than an unreachable broker
+	// would (the backoff's default bound).
+	maxHeartbeatWait = defaultBackoffMax
 )
 
 // Config is an agent's configuration. Server, HostName and Address are
@@ -86,8 +93,8 @@ type Config struct {
 	Rand *rand.Rand
 	// BackoffBase and BackoffMax bound retry delays (1 s, 1 min).
 	BackoffBase, BackoffMax time.Duration
-	// Clock times the waits between registrations (nil: the real
-	// clock).
+	// Clock times the waits between registrations and between
+	// heartbeats (nil: the real clock).
 	Clock clock.Clock
 }
 
@@ -211,8 +218,8 @@ func New(cfg Config) (*Agent, error) {
 // Run registers the host (or reuses its saved credential) and heartbeats
 // until ctx ends; then it sends a last heartbeat saying it is shutting down
 // (R-H1 Shutdown) and returns nil. An unreachable or failing broker is
-// retried forever with backoff, a registration answered 429 or 503 after
-// its Retry-After (registrationWait); Run returns an error only when retrying
+// retried forever with backoff, a registration or a heartbeat answered 429
+// or 503 after its Retry-After (askedWait); Run returns an error only when retrying
 // cannot help: the broker refused both the credential and the registration
 // token, or refused the registration as invalid.
 func (a *Agent) Run(ctx context.Context) error {
@@ -248,6 +255,19 @@ func (a *Agent) Run(ctx context.Context) error {
 			return nil
 		case errors.Is(err, errFatal):
 			return err
+		case askedToWait(err):
+			// Told to wait (heartbeats of this host faster than the
+			// broker takes them, R-SEC; a broker without its database):
+			// its Retry-After, not the backoff's first second, which
+			// would come back while the broker still says no; at most
+			// maxHeartbeatWait, not a registration's maxAskedWait.
+			delay, _ = askedWait(err, &a.backoff)
+			delay = min(delay, maxHeartbeatWait)
+			if a.link != "waiting" {
+				a.link = "waiting"
+				a.log.Warn(fmt.Sprintf("broker answered %d to the heartbeat; waiting to heartbeat again", askedStatus(err)),
+					"server", a.cfg.Server, "wait", delay.Round(time.Millisecond).String(), "err", err)
+			}
 		case refused(err):
 			// The credential is no longer valid: register again.
 			if err := a.register(ctx, true); err != nil {
@@ -274,13 +294,13 @@ func (a *Agent) Run(ctx context.Context) error {
 				delay = 0 // report command results at once
 			}
 		}
-		t := time.NewTimer(delay)
+		t := a.cfg.Clock.NewTimer(delay)
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			a.shutdown(ctx)
 			return nil
-		case <-t.C:
+		case <-t.C():
 		}
 	}
 }
@@ -377,23 +397,53 @@ func (a *Agent) register(ctx context.Context, renew bool) error {
 
 // registrationWait is how long the agent waits after a registration that
 // failed with err before it registers again, and, when the broker asked
-// it to wait (429, 503), what it waits for. A 429 or 503 waits for its
-// Retry-After, or longer as the retry's backoff grows (a fleet told to
-// wait together does not come back together), but never more than
-// maxRegistrationWait; anything else the backoff's next step (an API
-// refusal other than these is fatal: the caller stops).
+// it to wait (429, 503), what it waits for (askedWait); anything else
+// waits the backoff's next step (an API refusal other than these is
+// fatal: the caller stops).
 func registrationWait(err error, retry *backoff) (time.Duration, string) {
+	wait, asked := askedWait(err, retry)
+	switch {
+	case !asked:
+		return wait, ""
+	case apiError(err):
+		return wait, "broker takes no more new hosts of this registration token for now; waiting to register again"
+	}
+	return wait, fmt.Sprintf("broker answered %d to the registration; waiting to register again", askedStatus(err))
+}
+
+// askedWait is how long the agent waits after a call that failed with
+// err, and whether the broker (or a proxy before it) asked it to wait: a
+// 429 or 503 waits for its Retry-After, or longer as the retry's backoff
+// grows (a fleet told to wait together does not come back together), but
+// never more than maxAskedWait; anything else the backoff's next step.
+func askedWait(err error, retry *backoff) (time.Duration, bool) {
 	var e *vdibroker.Error
 	var te *transportError
 	switch {
 	case errors.As(err, &e) && e.Code == vdibroker.ETooManyRequests:
-		return min(max(e.RetryAfter, retry.next()), maxRegistrationWait),
-			"broker takes no more new hosts of this registration token for now; waiting to register again"
+		return min(max(e.RetryAfter, retry.next()), maxAskedWait), true
 	case errors.As(err, &te) && (te.status == http.StatusTooManyRequests || te.status == http.StatusServiceUnavailable):
-		return min(max(te.retryAfter, retry.next()), maxRegistrationWait),
-			fmt.Sprintf("broker answered %d to the registration; waiting to register again", te.status)
+		return min(max(te.retryAfter, retry.next()), maxAskedWait), true
 	}
-	return retry.next(), ""
+	return retry.next(), false
+}
+
+// askedToWait reports whether err is an answer asking the agent to wait:
+// the broker's 429, or a 429 or 503 of the broker or a proxy before it.
+func askedToWait(err error) bool { return askedStatus(err) != 0 }
+
+// askedStatus is the HTTP status of an answer asking the agent to wait
+// (askedToWait), 0 for any other error.
+func askedStatus(err error) int {
+	var e *vdibroker.Error
+	var te *transportError
+	switch {
+	case errors.As(err, &e) && e.Code == vdibroker.ETooManyRequests:
+		return http.StatusTooManyRequests
+	case errors.As(err, &te) && (te.status == http.StatusTooManyRequests || te.status == http.StatusServiceUnavailable):
+		return te.status
+	}
+	return 0
 }
 
 // heartbeat sends one heartbeat and carries out the commands of the answer.

@@ -201,7 +201,9 @@ func (l *logCounter) count(msg string) int {
 }
 
 // TestUnreachableBrokerNeverExits: connection errors and 503s, before and
-// after registration, are retried with backoff; each outage is logged once.
+// after registration, are retried with backoff (a 503 without
+// Retry-After: a wait the broker asked for, of the backoff's length);
+// each outage is logged once.
 func TestUnreachableBrokerNeverExits(t *testing.T) {
 	b := newFakeBroker(t)
 	tr := &flakyTransport{}
@@ -218,7 +220,7 @@ func TestUnreachableBrokerNeverExits(t *testing.T) {
 	b.locked(func() { b.failNext = 25 })
 	n := b.heartbeatCount()
 	waitFor(t, "heartbeats after 25 failures", func() bool { return b.heartbeatCount() >= n+2 })
-	if c := logs.count("broker unreachable; retrying with backoff"); c != 1 {
+	if c := logs.count("broker answered 503 to the heartbeat; waiting to heartbeat again"); c != 1 {
 		t.Errorf("outage after registration logged %d times, want once", c)
 	}
 	if c := logs.count("heartbeating"); c != 2 {

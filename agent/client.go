@@ -129,18 +129,23 @@ type transportError struct {
 }
 
 // maxRetryAfter bounds the Retry-After the agent takes from an answer:
-// the broker asks for seconds; a longer wait, whatever a server or a
-// proxy says, is cut to maxRegistrationWait anyway.
+// the broker asks for seconds; a longer one, whatever a server or a proxy
+// says, is taken as maxRetryAfter (a long wait asked for is a long wait,
+// not none), and the wait is cut to maxAskedWait anyway.
 const maxRetryAfter = time.Hour
 
 // retryAfter is a Retry-After header's delay-seconds (the form the broker
-// sends), 0 when absent, malformed, not above 0 or above maxRetryAfter.
+// sends), at most maxRetryAfter; 0 when absent, malformed (a sign, the
+// HTTP-date form, which the broker never sends) or not above 0.
 func retryAfter(v string) time.Duration {
-	if v == "" || len(v) > 5 || v[0] == '+' {
+	if v == "" || v[0] < '0' || v[0] > '9' {
 		return 0
 	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n <= 0 || time.Duration(n)*time.Second > maxRetryAfter {
+	n, err := strconv.ParseUint(v, 10, 64)
+	switch {
+	case errors.Is(err, strconv.ErrRange), err == nil && n > uint64(maxRetryAfter/time.Second):
+		return maxRetryAfter
+	case err != nil || n == 0:
 		return 0
 	}
 	return time.Duration(n) * time.Second

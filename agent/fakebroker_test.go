@@ -32,9 +32,16 @@ type fakeBroker struct {
 	// with this Retry-After, as the broker past a token's new hosts.
 	throttle      string
 	registerCalls int // registrations received, answered or not
-	commands      []vdibroker.Command
-	settings      vdibroker.AgentSettings
-	nextCred      int
+	// heartbeatStatus, when set (429 or 503), answers every heartbeat
+	// so, with Retry-After heartbeatRetryAfter: 429 TooManyRequests as
+	// the broker past a host's heartbeat bound, 503 as a proxy before a
+	// broker without its database.
+	heartbeatStatus     int
+	heartbeatRetryAfter string
+	heartbeatCalls      int // heartbeats received, answered or not
+	commands            []vdibroker.Command
+	settings            vdibroker.AgentSettings
+	nextCred            int
 }
 
 func newFakeBroker(tb testing.TB) *fakeBroker {
@@ -96,7 +103,18 @@ func (b *fakeBroker) register(w http.ResponseWriter, r *http.Request) {
 func (b *fakeBroker) heartbeat(w http.ResponseWriter, r *http.Request) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.heartbeatCalls++
 	if b.failing(w) {
+		return
+	}
+	switch b.heartbeatStatus {
+	case http.StatusTooManyRequests:
+		w.Header().Set("Retry-After", b.heartbeatRetryAfter)
+		writeError(w, vdibroker.ETooManyRequests, "heartbeats of this session host come faster than the broker takes them")
+		return
+	case http.StatusServiceUnavailable:
+		w.Header().Set("Retry-After", b.heartbeatRetryAfter)
+		http.Error(w, "store unavailable", http.StatusServiceUnavailable)
 		return
 	}
 	cred := r.Header.Get("Authorization")

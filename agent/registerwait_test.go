@@ -136,6 +136,9 @@ func TestRegistrationWaitsWhenThrottled_RSEC(t *testing.T) {
 		_, err := admin.GetSessionHost(ctx, "golden", "clone-late")
 		return err == nil
 	})
+	// The broker's row is written before the agent reads the answer and
+	// logs it: wait for the line, then count it.
+	waitFor(t, "the agent's line of the registration", func() bool { return len(logs.with("host registered")) > 0 })
 	if n := len(logs.with("host registered")); n != 1 {
 		t.Errorf("%d log lines \"host registered\", want 1", n)
 	}
@@ -151,7 +154,7 @@ func TestRegistrationWaitsWhenThrottled_RSEC(t *testing.T) {
 
 // TestRegistrationWait (R-SEC): what the agent waits for after each kind
 // of failed registration. Backoff 1 ms..5 ms, so a Retry-After is the
-// wait; a Retry-After past maxRegistrationWait is cut to it.
+// wait; a Retry-After past maxAskedWait is cut to it.
 func TestRegistrationWait(t *testing.T) {
 	for _, c := range []struct {
 		name    string
@@ -160,7 +163,7 @@ func TestRegistrationWait(t *testing.T) {
 		waitFor bool          // the broker asked to wait
 	}{
 		{"429 with Retry-After", &vdibroker.Error{Code: vdibroker.ETooManyRequests, RetryAfter: 3 * time.Second}, 3 * time.Second, true},
-		{"429 asking for an hour: 5 minutes", &vdibroker.Error{Code: vdibroker.ETooManyRequests, RetryAfter: time.Hour}, maxRegistrationWait, true},
+		{"429 asking for an hour: 5 minutes", &vdibroker.Error{Code: vdibroker.ETooManyRequests, RetryAfter: time.Hour}, maxAskedWait, true},
 		{"429 without Retry-After", &vdibroker.Error{Code: vdibroker.ETooManyRequests}, 0, true},
 		{"503 with Retry-After", &transportError{status: http.StatusServiceUnavailable, retryAfter: 2 * time.Second}, 2 * time.Second, true},
 		{"a proxy's 429", &transportError{status: http.StatusTooManyRequests, retryAfter: 7 * time.Second}, 7 * time.Second, true},
@@ -182,7 +185,10 @@ func TestRegistrationWait(t *testing.T) {
 	for _, c := range []struct {
 		v    string
 		want time.Duration
-	}{{"1", time.Second}, {"120", 2 * time.Minute}, {"", 0}, {"0", 0}, {"-1", 0}, {"+5", 0}, {"3601", 0}, {"Wed, 21 Oct 2015 07:28:00 GMT", 0}} {
+	}{{"1", time.Second}, {"120", 2 * time.Minute}, {"", 0}, {"0", 0}, {"-1", 0}, {"+5", 0}, {"0005", 5 * time.Second}, {"3600", time.Hour},
+		// Past maxRetryAfter: taken as it, a long wait asked for.
+		{"3601", time.Hour}, {"99999999999999999999999", time.Hour},
+		{"Wed, 21 Oct 2015 07:28:00 GMT", 0}, {"5s", 0}} {
 		if got := retryAfter(c.v); got != c.want {
 			t.Errorf("retryAfter(%q) = %s, want %s", c.v, got, c.want)
 		}
@@ -191,7 +197,7 @@ func TestRegistrationWait(t *testing.T) {
 
 // TestRegistrationWaitEndsOnStop_RSEC (R-SEC): an agent told to wait
 // (429 with a Retry-After of an hour, here from the broker's stand-in)
-// waits maxRegistrationWait, not the hour and not a moment less, sends
+// waits maxAskedWait, not the hour and not a moment less, sends
 // nothing while it waits (one registration a wait: no spinning), and
 // returns nil at once when it is stopped in the middle of a wait (the
 // Windows service's Stop cancels Run's context).
@@ -212,9 +218,9 @@ func TestRegistrationWaitEndsOnStop_RSEC(t *testing.T) {
 	if n := calls(); n != 1 {
 		t.Fatalf("%d registrations before the first wait, want 1", n)
 	}
-	clk.Step(maxRegistrationWait - time.Millisecond)
+	clk.Step(maxAskedWait - time.Millisecond)
 	if !clk.HasWaiters() || calls() != 1 {
-		t.Fatalf("a moment before %s: waiting %v, %d registrations; want still waiting after 1", maxRegistrationWait, clk.HasWaiters(), calls())
+		t.Fatalf("a moment before %s: waiting %v, %d registrations; want still waiting after 1", maxAskedWait, clk.HasWaiters(), calls())
 	}
 	clk.Step(time.Millisecond)
 	waitFor(t, "the second registration, then its wait", func() bool { return calls() == 2 && clk.HasWaiters() })
@@ -245,5 +251,80 @@ func TestRegistrationRefusedAfterWaitIsFatal_RSEC(t *testing.T) {
 	waitFor(t, "Run to return after the refusal", func() bool { return len(done) > 0 })
 	if err := <-done; !errors.Is(err, errFatal) || vdibroker.ErrorCode(err) != vdibroker.EUnauthenticated {
 		t.Errorf("Run = %v, want the broker's Unauthenticated answer, fatal", err)
+	}
+}
+
+// TestHeartbeatWaitsWhenAsked_RSEC (R-SEC): a heartbeat answered 429
+// (the broker: heartbeats of this host faster than it takes them) or 503
+// (a broker without its database, a proxy before it) waits the answer's
+// Retry-After (an injected clock: not a moment less), capped at
+// maxHeartbeatWait, not the backoff's first step: a proxy asking for
+// minutes must not keep the host silent past its pool's
+// heartbeatTimeoutSeconds (90 s by default) longer than an unreachable
+// broker would (the backoff's minute, R-H1); sends nothing while it
+// waits; logs one line of the wait; heartbeats again after it; and Run
+// returns nil at once when stopped in the middle of a wait.
+func TestHeartbeatWaitsWhenAsked_RSEC(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		status     int
+		retryAfter string
+		want       time.Duration
+		msg        string
+	}{
+		{"429 Retry-After 30", http.StatusTooManyRequests, "30", 30 * time.Second, "broker answered 429 to the heartbeat; waiting to heartbeat again"},
+		{"503 Retry-After 20", http.StatusServiceUnavailable, "20", 20 * time.Second, "broker answered 503 to the heartbeat; waiting to heartbeat again"},
+		// Two hours: taken as an hour (maxRetryAfter), waited a minute
+		// (maxHeartbeatWait), not the 5 minutes of a registration.
+		{"429 asking for two hours", http.StatusTooManyRequests, "7200", time.Minute, "broker answered 429 to the heartbeat; waiting to heartbeat again"},
+		// A proxy's maintenance page asking for 10 minutes: a minute.
+		{"503 Retry-After 600", http.StatusServiceUnavailable, "600", time.Minute, "broker answered 503 to the heartbeat; waiting to heartbeat again"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := newFakeBroker(t)
+			b.locked(func() { b.heartbeatStatus, b.heartbeatRetryAfter = c.status, c.retryAfter })
+			clk := clocktesting.NewFakeClock(time.Now())
+			logs := &logRecords{}
+			// An hour's heartbeat interval: a wait other than the asked
+			// one would show as another length.
+			a := newTestAgent(t, Config{Server: b.srv.URL, Clock: clk, Logger: slog.New(logs), HeartbeatInterval: time.Hour})
+			ctx, stop := context.WithCancel(t.Context())
+			defer stop()
+			done := make(chan error, 1)
+			go func() { done <- a.Run(ctx) }()
+			calls := func() (n int) {
+				b.locked(func() { n = b.heartbeatCalls })
+				return n
+			}
+			waitFor(t, "the agent to wait after the first heartbeat", func() bool { return calls() == 1 && clk.HasWaiters() })
+			if recs := logs.with(c.msg); len(recs) != 1 || recs[0]["wait"] != c.want.String() {
+				t.Fatalf("log lines %q: %v; want one, waiting %s", c.msg, recs, c.want)
+			}
+			clk.Step(c.want - time.Millisecond)
+			if !clk.HasWaiters() || calls() != 1 {
+				t.Fatalf("a moment before %s: waiting %v, %d heartbeats; want still waiting after 1", c.want, clk.HasWaiters(), calls())
+			}
+			clk.Step(time.Millisecond)
+			waitFor(t, "the second heartbeat, then its wait", func() bool { return calls() == 2 && clk.HasWaiters() })
+			if n := len(logs.with(c.msg)); n != 1 {
+				t.Errorf("%d log lines %q after two waits, want 1", n, c.msg)
+			}
+			// The broker takes heartbeats again: the next one, after the
+			// asked wait, is answered and the agent heartbeats as before.
+			b.locked(func() { b.heartbeatStatus = 0 })
+			clk.Step(c.want)
+			waitFor(t, "the third heartbeat, answered", func() bool { return b.heartbeatCount() == 1 && clk.HasWaiters() })
+			if n := len(logs.with("heartbeating")); n != 1 {
+				t.Errorf("%d log lines \"heartbeating\" once answered, want 1", n)
+			}
+			b.locked(func() { b.heartbeatStatus = c.status })
+			clk.Step(time.Hour)
+			waitFor(t, "the fourth heartbeat, then its wait", func() bool { return calls() == 4 && clk.HasWaiters() })
+			stop()
+			waitFor(t, "Run to return once stopped in a wait", func() bool { return len(done) > 0 })
+			if err := <-done; err != nil {
+				t.Errorf("Run = %v after a stop in a wait, want nil", err)
+			}
+		})
 	}
 }

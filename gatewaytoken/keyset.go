@@ -57,6 +57,16 @@ func (ks *KeySet) KeyIDs() []string {
 	return ids
 }
 
+// Keys returns a copy of the set's keys by key id, to make a new set of
+// them and others (gateway keygen adds a key to a JWKS file).
+func (ks *KeySet) Keys() map[string]ed25519.PublicKey {
+	keys := make(map[string]ed25519.PublicKey, len(ks.keys))
+	for kid, k := range ks.keys {
+		keys[kid] = k
+	}
+	return keys
+}
+
 // jwk is one key of a JWKS document (RFC 7517, RFC 8037 for OKP).
 type jwk struct {
 	Kty string `json:"kty"`

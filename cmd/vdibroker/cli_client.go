@@ -274,20 +274,6 @@ func (b boolValue) Set(s string) error {
 
 func (b boolValue) Type() string { return "true|false" }
 
-// writeFileAtomic writes data to path through a temp file and rename, so an
-// interrupted write never leaves half a file behind.
-func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, perm); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return nil
-}
-
 // completePools completes a host pool name from the broker (--host-pool,
 // hostpool --name), using --server, --token and the environment.
 func (a *admin) completePools(cmd *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {

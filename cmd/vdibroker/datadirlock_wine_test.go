@@ -52,6 +52,10 @@ func TestDataDirLockWine(t *testing.T) {
 			}
 		}
 	})
+	t.Run("writeFileAtomic", func(t *testing.T) {
+		w.runWindowsTest(t, filepath.Join(dir, "vdibroker.test.exe"), ".", "TestWriteFileAtomicPrivateWindows",
+			"VDIBROKER_TEST_ATOMIC_DIR="+winPath(t.TempDir()))
+	})
 	t.Run("winacl", func(t *testing.T) {
 		w.runWindowsTest(t, filepath.Join(dir, "winacl.test.exe"), "../../internal/winacl", "TestWindowsPrivate",
 			"VDIBROKER_TEST_WINACL_DIR="+winPath(t.TempDir()))

@@ -29,3 +29,9 @@ func checkSecretFile(path string) error {
 	}
 	return nil
 }
+
+// createSecretTemp creates a new file in dir for writing a secret, named
+// pattern with its last "*" a random string: os.CreateTemp's, mode 0600.
+func createSecretTemp(dir, pattern string) (*os.File, error) {
+	return os.CreateTemp(dir, pattern)
+}

@@ -1,7 +1,12 @@
 package main
 
 import (
+	"errors"
+	"math/rand/v2"
 	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 
 	"github.com/vdibroker/vdibroker/internal/winacl"
 )
@@ -27,4 +32,22 @@ func createSecretFile(path string) (*os.File, error) {
 // error begins with path and says the icacls command that fixes it.
 func checkSecretFile(path string) error {
 	return winacl.CheckPrivateFile(path)
+}
+
+// createSecretTemp creates a new file in dir for writing a secret, named
+// pattern with its last "*" a random string (os.CreateTemp's names), as
+// createSecretFile makes it: with its own DACL, not one inherited from
+// dir, which os.CreateTemp's file takes.
+func createSecretTemp(dir, pattern string) (*os.File, error) {
+	prefix, suffix := pattern, ""
+	if i := strings.LastIndex(pattern, "*"); i >= 0 {
+		prefix, suffix = pattern[:i], pattern[i+1:]
+	}
+	for range 10000 {
+		f, err := createSecretFile(filepath.Join(dir, prefix+strconv.FormatUint(rand.Uint64(), 36)+suffix))
+		if !errors.Is(err, os.ErrExist) {
+			return f, err
+		}
+	}
+	return nil, &os.PathError{Op: "createtemp", Path: filepath.Join(dir, pattern), Err: os.ErrExist}
 }
