@@ -164,6 +164,25 @@ func (c *credentials) get(hash string) (*vdibroker.SessionHost, bool) {
 	return h, ok
 }
 
+// forgetHosts is forget for each of pool's hosts, in one walk (a deleted
+// pool's thousands of hosts).
+func (c *credentials) forgetHosts(pool string, hosts []string) {
+	if len(hosts) == 0 {
+		return
+	}
+	gone := make(map[string]bool, len(hosts))
+	for _, h := range hosts {
+		gone[h] = true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, h := range c.m {
+		if h.HostPool == pool && gone[h.Name] {
+			delete(c.m, k)
+		}
+	}
+}
+
 func (c *credentials) forget(pool, host string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

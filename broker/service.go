@@ -166,9 +166,11 @@ func New(cfg Config) *Service {
 		Unwritten: func(pool, host string) int { return s.outage.Unwritten(pool, host) },
 		Turned:    s.waits.signal, Waiting: s.waits.watching,
 		// A host another replica deleted or made again takes its
-		// report here too once a read of its pool shows it (R-SEC).
+		// report here too once a read of its pool shows it (R-SEC), and
+		// its credential: the old machine's heartbeat is not taken from
+		// memory during a later outage here.
 		HostsRead: func(pool string, hosts []*vdibroker.SessionHost, begun time.Time) {
-			s.outage.HostsRead(pool, hosts, begun)
+			s.creds.forgetHosts(pool, s.outage.HostsRead(pool, hosts, begun))
 		}})
 	s.outage = outage.New(outage.Config{Health: s.health, Store: s.store, Views: s.views, Answer: s.answer, Logger: s.log,
 		Clock: s.clock, Placement: cfg.OutagePlacement, MaintenanceInterval: interval})

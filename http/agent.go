@@ -56,9 +56,14 @@ func (s *Server) register(w nethttp.ResponseWriter, r *nethttp.Request) error {
 			return err
 		}
 	}
-	req.AdmitNewHost = s.newHostAdmission()
+	admit, refund := s.newHostAdmission()
+	req.AdmitNewHost = admit
 	resp, err := s.svc.Hosts.RegisterHost(r.Context(), req)
 	if err != nil {
+		// Admitted, then not written (the store failed or timed out
+		// after it admitted the host): no host was made, so none of the
+		// token's new hosts is spent (R-SEC).
+		refund()
 		return err
 	}
 	writeJSON(w, nethttp.StatusCreated, resp)
@@ -87,11 +92,14 @@ func (s *Server) spendReKey(r *nethttp.Request, req *vdibroker.RegisterRequest) 
 // newHostAdmission is a registration's RegisterRequest.AdmitNewHost: the
 // host it would create spends one of its token's new hosts (R-SEC,
 // NewHostsPerTokenBurst, NewHostsPerTokenPerMinute), 429 once they are
-// spent. A transaction the store runs again spends none again.
-func (s *Server) newHostAdmission() func(tokenID string) error {
-	spent := false
-	return func(tokenID string) error {
-		if spent {
+// spent. A transaction the store runs again spends none again. refund,
+// called when the registration failed, gives back what admit spent: a
+// registration the store refused or failed after admitting its host
+// made no host, and spends none.
+func (s *Server) newHostAdmission() (admit func(tokenID string) error, refund func()) {
+	spent := ""
+	admit = func(tokenID string) error {
+		if spent != "" {
 			return nil
 		}
 		if !s.newHosts.Spend(tokenID, s.now()) {
@@ -99,9 +107,15 @@ func (s *Server) newHostAdmission() func(tokenID string) error {
 				"(each agent waits and registers again; to bring up more hosts at once, give them more registration tokens)",
 				tokenID, NewHostsPerTokenBurst, NewHostsPerTokenPerMinute), NewHostsPerTokenPerMinute/60.0)
 		}
-		spent = true
+		spent = tokenID
 		return nil
 	}
+	refund = func() {
+		if spent != "" {
+			s.newHosts.Refund(spent, s.now())
+		}
+	}
+	return admit, refund
 }
 
 // heartbeat is POST /agent/heartbeat with the host credential: applied to

@@ -24,3 +24,9 @@ func BoundUserWriteBuckets(s *Server, max int) {
 func KeepReadMarkOn(ctx context.Context, s *Server, ticks <-chan time.Time, moved func()) {
 	s.keepReadMark(ctx, ticks, moved)
 }
+
+// BoundNewHosts gives s's registration tokens a burst of new hosts of
+// burst, the rate unchanged (R-SEC).
+func BoundNewHosts(s *Server, burst int) {
+	s.newHosts = ratelimit.New(NewHostsPerTokenPerMinute/60.0, burst)
+}

@@ -467,7 +467,10 @@ func (m *Mode) ForgetPool(pool string) {
 // registration. The poolview calls it at each read of a pool's hosts
 // (poolview.Config.HostsRead): it walks that pool's reports only, so a
 // read of a 100-host pool costs the same beside 10,000 hosts of others.
-func (m *Mode) HostsRead(pool string, hosts []*vdibroker.SessionHost, begun time.Time) {
+// It returns the hosts whose reports it forgot, whose credentials the
+// caller forgets too (the old machine's heartbeat is not to be taken
+// from memory during a later outage).
+func (m *Mode) HostsRead(pool string, hosts []*vdibroker.SessionHost, begun time.Time) (forgot []string) {
 	created := make(map[string]time.Time, len(hosts))
 	for _, h := range hosts {
 		created[h.Name] = h.CreateTime
@@ -477,8 +480,13 @@ func (m *Mode) HostsRead(pool string, hosts []*vdibroker.SessionHost, begun time
 			return false
 		}
 		c, ok := created[host]
-		return !ok || at.Before(c)
+		if ok && !at.Before(c) {
+			return false
+		}
+		forgot = append(forgot, host)
+		return true
 	})
+	return forgot
 }
 
 // State is the size of what a Mode holds of its hosts' reports.

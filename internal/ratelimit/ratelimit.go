@@ -80,6 +80,15 @@ func (l *Keyed) get(key string, now time.Time) *rate.Limiter {
 // Spend takes one token of key's bucket at now, if any is left.
 func (l *Keyed) Spend(key string, now time.Time) bool { return l.get(key, now).AllowN(now, 1) }
 
+// Refund gives back to key's bucket at now the token a Spend took for
+// something that then did not happen, so it is not counted against key;
+// the bucket holds no more than its burst.
+func (l *Keyed) Refund(key string, now time.Time) {
+	// A negative take adds a token; the next take caps the bucket at its
+	// burst (rate.Limiter.advance).
+	l.get(key, now).AllowN(now, -1)
+}
+
 // Wait is how long key's bucket needs at now to hold a token (0: it
 // holds one), taking nothing.
 func (l *Keyed) Wait(key string, now time.Time) time.Duration {

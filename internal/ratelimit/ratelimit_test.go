@@ -138,3 +138,28 @@ func TestKeyedSweepsOnceASecondOutOfOrder(t *testing.T) {
 		t.Errorf("a clock set back an hour did not sweep: last sweep %v", l.swept)
 	}
 }
+
+// TestRefund (R-SEC): a refund gives back the token a Spend took, and
+// never fills a bucket past its burst.
+func TestRefund(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	l := New(1.0/60, 2)
+	if !l.Spend("k", now) || !l.Spend("k", now) || l.Spend("k", now) {
+		t.Fatal("a fresh bucket of 2 did not take exactly 2")
+	}
+	l.Refund("k", now)
+	if !l.Spend("k", now) || l.Spend("k", now) {
+		t.Fatal("a refund did not give back exactly one token")
+	}
+	full := New(1.0/60, 2)
+	full.Refund("k", now)
+	full.Refund("k", now)
+	for i := range 2 {
+		if !full.Spend("k", now) {
+			t.Fatalf("spend %d of a full bucket refunded twice refused", i+1)
+		}
+	}
+	if full.Spend("k", now) {
+		t.Fatal("refunds filled a full bucket past its burst")
+	}
+}

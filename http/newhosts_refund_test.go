@@ -1,0 +1,80 @@
+package http_test
+
+import (
+	"context"
+	"database/sql"
+	"net/http/httptest"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/vdibroker/vdibroker"
+	vhttp "github.com/vdibroker/vdibroker/http"
+	"github.com/vdibroker/vdibroker/internal/testserver"
+	"github.com/vdibroker/vdibroker/store"
+)
+
+// TestNewHostsRefundedWhenNotWritten_RSEC (R-SEC): a registration the
+// store fails after it admitted the new host (the database refuses the
+// host's row: a disk full, a write that timed out) made no host, and
+// spends none of its token's new hosts: once the store writes again the
+// token registers as many as before. Before, each such failure took one
+// of the burst, so a store failing during a rollout drained the token's
+// new hosts with no host made, leaving the agents waiting at 60 a minute.
+func TestNewHostsRefundedWhenNotWritten_RSEC(t *testing.T) {
+	dir := t.TempDir()
+	st, err := store.Open(t.Context(), "", dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	raw, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "vdibroker.db")+"?_pragma=busy_timeout(10000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { raw.Close() })
+	exec := func(q string) {
+		t.Helper()
+		if _, err := raw.ExecContext(t.Context(), q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now := time.Now().Truncate(time.Second) // frozen: the bucket does not refill
+	srv := testserver.New(testserver.Config{Store: st, AdminToken: adminToken, Now: func() time.Time { return now }})
+	const burst = 2
+	vhttp.BoundNewHosts(srv.Server, burst)
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() { ts.Close(); srv.Close() })
+	admin := vhttp.NewClient(ts.URL, adminToken)
+	ctx := context.Background()
+	if _, err := admin.PutHostPool(ctx, "refund", map[string]any{}); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := admin.CreateRegistrationToken(ctx, "refund", vdibroker.RegistrationTokenRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	register := func(host string) error {
+		_, err := admin.Register(ctx, &vdibroker.RegisterRequest{Token: tok.Token, HostName: host, Address: host + ".example.test:3389"})
+		return err
+	}
+
+	// The database refuses new hosts' rows, after the admission.
+	exec(`CREATE TRIGGER host_fails BEFORE INSERT ON session_hosts BEGIN SELECT RAISE(ABORT, 'disk full'); END`)
+	for i := range 3 * burst {
+		if err := register("failed-" + string(rune('a'+i))); err == nil || vdibroker.ErrorCode(err) == vdibroker.ETooManyRequests {
+			t.Fatalf("registration %d while the store refuses the host's row: %v, want the store's failure, not a success nor 429", i, err)
+		}
+	}
+	exec(`DROP TRIGGER host_fails`)
+
+	// The whole burst is still there.
+	for i := range burst {
+		if err := register("host-" + string(rune('a'+i))); err != nil {
+			t.Fatalf("new host %d of the token's %d after registrations that made no host: %v", i+1, burst, err)
+		}
+	}
+	if err := register("host-over"); vdibroker.ErrorCode(err) != vdibroker.ETooManyRequests {
+		t.Fatalf("new host past the burst: %v, want TooManyRequests", err)
+	}
+}
