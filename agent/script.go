@@ -98,12 +98,34 @@ func parseLoadText(s string) (int64, error) {
 	s = strings.TrimSpace(s)
 	n, err := strconv.ParseInt(s, 10, 64)
 	if err != nil {
-		if r := []rune(s); len(r) > 40 {
-			s = string(r[:40]) + "…"
-		}
-		return 0, fmt.Errorf("%q, want an integer 0..100", s)
+		return 0, fmt.Errorf("%s, want an integer 0..100", quoteShort(s))
 	}
 	return n, nil
+}
+
+// maxQuoted bounds quoteShort's answer, in bytes.
+const maxQuoted = 64
+
+// quoteShort is s quoted as %q does, cut with "…" to at most 40 runes and
+// maxQuoted bytes: the reason a health error gives stays short whatever
+// the script or the registry wrote, runes quoted as \u1717 or \U0010ffff
+// (up to 10 bytes each) too.
+func quoteShort(s string) string {
+	r := []rune(s)
+	cut := len(r) > 40
+	if cut {
+		r = r[:40]
+	}
+	for k := len(r); k >= 0; k-- {
+		t := string(r[:k])
+		if cut || k < len(r) {
+			t += "…"
+		}
+		if q := strconv.Quote(t); len(q) <= maxQuoted {
+			return q
+		}
+	}
+	return strconv.Quote("…")
 }
 
 // loadValue applies R-IDX3's range to a custom load value, from a script or

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -223,4 +224,34 @@ func chmod(tb testing.TB, path string, mode os.FileMode) {
 func fileExists(path string) bool {
 	_, err := os.Lstat(path)
 	return err == nil
+}
+
+// TestLoadTextReasonShort_RIDX3: the reason a custom load value that is
+// not a number gives stays short whatever it holds: 40 runes at most, and
+// at most maxQuoted bytes once quoted, runes that quote as \u1717 or
+// \U0010ffff too (a registry value of 28 U+1717 gave a reason of 201
+// bytes).
+func TestLoadTextReasonShort_RIDX3(t *testing.T) {
+	for _, tc := range []struct {
+		in, want string
+	}{
+		{"abc", `"abc"`},
+		{strings.Repeat("x", 40), `"` + strings.Repeat("x", 40) + `"`},
+		{strings.Repeat("x", 41), `"` + strings.Repeat("x", 40) + `…"`},
+		{strings.Repeat("\u1717", 28), `"` + strings.Repeat(`\u1717`, 9) + `…"`},
+		{strings.Repeat("\U0010ffff", 3), `"\U0010ffff\U0010ffff\U0010ffff"`},
+		{strings.Repeat("\U0010ffff", 40), `"` + strings.Repeat(`\U0010ffff`, 5) + `…"`},
+	} {
+		_, err := parseLoadText(tc.in)
+		if err == nil {
+			t.Fatalf("parseLoadText(%q) took it for a number", tc.in)
+		}
+		want := tc.want + ", want an integer 0..100"
+		if err.Error() != want {
+			t.Errorf("parseLoadText(%q) = %q, want %q", tc.in, err, want)
+		}
+		if q := quoteShort(tc.in); len(q) > maxQuoted {
+			t.Errorf("quoteShort(%q) is %d bytes, over %d", tc.in, len(q), maxQuoted)
+		}
+	}
 }
