@@ -351,24 +351,38 @@ func (s *DB) migrate(ctx context.Context, d goose.Dialect, dir string) error {
 	if err != nil {
 		return err
 	}
-	if err := checkSchemaVersion(ctx, p, s.d.name); err != nil {
-		return err
-	}
-	// SQLite has no advisory lock: two processes migrating one new file
-	// at once make the loser's transaction fail ("table already exists")
-	// and roll back. Running it again finds the winner's version and has
-	// nothing left to do.
-	var res []*goose.MigrationResult
-	for attempt := 1; ; attempt++ {
-		res, err = p.Up(ctx)
-		if err == nil || d == goose.DialectPostgres || attempt == 5 {
-			break
+	// SQLite has no advisory lock: two processes opening one new file at
+	// once race to make goose's version table (the loser's read cannot
+	// become a write: SQLITE_BUSY, at once, whatever the busy timeout)
+	// and to migrate (the loser's transaction fails, "table already
+	// exists", and rolls back). Running it again finds the winner's
+	// table and version and has nothing left to do.
+	again := func(attempt int, err error) bool {
+		if err == nil || d == goose.DialectPostgres || errors.Is(err, ErrSchemaTooNew) || attempt == 5 {
+			return false
 		}
 		s.log.Debug("migration raced another process; retrying", "attempt", attempt, "err", err)
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("migrate %s: %w", s.d.name, err)
+			return false
 		case <-time.After(time.Duration(attempt*50) * time.Millisecond):
+			return true
+		}
+	}
+	for attempt := 1; ; attempt++ {
+		err = checkSchemaVersion(ctx, p, s.d.name)
+		if !again(attempt, err) {
+			break
+		}
+	}
+	if err != nil {
+		return err
+	}
+	var res []*goose.MigrationResult
+	for attempt := 1; ; attempt++ {
+		res, err = p.Up(ctx)
+		if !again(attempt, err) {
+			break
 		}
 	}
 	if err != nil {
