@@ -49,9 +49,23 @@ const EPreconditionFailed = "PreconditionFailed"
 // no Retry-After and tells her to ask her helpdesk, not to try again.
 // While its agent has said within the heartbeat timeout that its machine
 // goes down, it is not given: a reboot says the same and is back by
-// itself, so she is told to try again (a Retry-After of at most 30 s,
-// each retry told the same) until the machine is down.
+// itself, so she is told to try again (ReasonDesktopGoingDown: a
+// Retry-After of at most 30 s, each retry told the same) until the
+// machine is down.
 const ReasonStartByAdministrator = "StartByAdministrator"
+
+// ReasonDesktopGoingDown is the reason of a NoCapacity answering a
+// Personal user's connect, in a pool that starts hosts on connect, while
+// her own host's agent has said within the pool's heartbeat timeout that
+// its machine goes down: a restart or a shutdown from within the machine
+// (R-A4). It is not the pool's capacity, and no other host is right for
+// her (it is her desktop): the answer has a Retry-After of at most 30 s
+// until the machine is taken for down, and her retry then lands on it
+// (a restart) or starts it, or, when its start timed out meanwhile, is
+// answered ReasonStartByAdministrator. A reader tells her that her
+// desktop restarts or shuts down and to try again, and to ask her
+// helpdesk only if it does not come back.
+const ReasonDesktopGoingDown = "DesktopGoingDown"
 
 // Error is the one error type of the domain. Code is one of the E* constants,
 // Message is safe to show to the caller, Field names the offending input field

@@ -142,6 +142,11 @@ func TestPersonalOwnHostAnswersHold_RA4(t *testing.T) {
 				t.Fatalf("her connect at S + %s: %v (Retry-After %s, reason %q); want %s, Retry-After %d s, for an administrator %v",
 					tc.at, err, retry, vdibroker.ErrorReason(err), tc.code, tc.retry, tc.byAdmin)
 			}
+			// Her desktop going down is told by its reason, which the
+			// portal says in her words; a wait for a start is not.
+			if goingDown := code == vdibroker.ENoCapacity && tc.retry > 0; goingDown != (vdibroker.ErrorReason(err) == vdibroker.ReasonDesktopGoingDown) {
+				t.Errorf("her connect at S + %s: %v, reason %q; want %s: %v", tc.at, err, vdibroker.ErrorReason(err), vdibroker.ReasonDesktopGoingDown, goingDown)
+			}
 			if tc.retry == 0 {
 				if !strings.Contains(err.Error(), "an administrator can start it again") {
 					t.Errorf("her connect: %v, want it to say that an administrator can start it again", err)
@@ -153,7 +158,7 @@ func TestPersonalOwnHostAnswersHold_RA4(t *testing.T) {
 			at := tc.at + retry
 			until(at)
 			code, err = connectCode(t, svc, "alice")
-			for tc.said >= 0 && code == vdibroker.ENoCapacity && vdibroker.ErrorReason(err) == "" && strings.Contains(err.Error(), "is shutting down") {
+			for tc.said >= 0 && code == vdibroker.ENoCapacity && vdibroker.ErrorReason(err) == vdibroker.ReasonDesktopGoingDown && strings.Contains(err.Error(), "is shutting down") {
 				ra := vdibroker.ErrorRetryAfter(err)
 				if ra <= 0 || ra > power.StartRetryAfter {
 					t.Fatalf("her retry at S + %s: %v, Retry-After %s, want one of at most %s", at, err, ra, power.StartRetryAfter)
@@ -218,14 +223,14 @@ func TestPersonalOwnHostGoingDownAnswers_RA4(t *testing.T) {
 			hb(true)
 			fc.SetTime(b.Add(time.Second))
 			code, err := connectCode(t, svc, "alice")
-			if code != vdibroker.ENoCapacity || vdibroker.ErrorReason(err) != "" || !strings.Contains(err.Error(), "is shutting down or restarting") {
+			if code != vdibroker.ENoCapacity || vdibroker.ErrorReason(err) != vdibroker.ReasonDesktopGoingDown || !strings.Contains(err.Error(), "is shutting down or restarting") {
 				t.Fatalf("her connect while it goes down: %v (reason %q), want NoCapacity saying it shuts down or restarts", err, vdibroker.ErrorReason(err))
 			}
 			// She follows each Retry-After, at most 30 s, and is told the
 			// same until her retry at W + 91 (B + 1 s + 30 + 30 + 29.7
 			// up to 30) or her desktop is back.
 			at, up := time.Second, tc.up >= 0
-			for code == vdibroker.ENoCapacity && strings.Contains(err.Error(), "is shutting down or restarting") {
+			for code == vdibroker.ENoCapacity && vdibroker.ErrorReason(err) == vdibroker.ReasonDesktopGoingDown && strings.Contains(err.Error(), "is shutting down or restarting") {
 				ra := vdibroker.ErrorRetryAfter(err)
 				if ra <= 0 || ra > power.StartRetryAfter {
 					t.Fatalf("her connect at B + %s while it goes down: Retry-After %s, want one of at most %s", at, ra, power.StartRetryAfter)

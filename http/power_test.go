@@ -606,8 +606,8 @@ func TestStartVMOnConnectPersonalDesktopShuttingDown_RA4(t *testing.T) {
 	// 90 s and a fraction until from, but at most 30 s (R-A4).
 	retry := min(int((from.Sub(said)+time.Second-1)/time.Second), 30)
 	resp, ve, raw := connect("dana")
-	if resp.StatusCode != 503 || ve == nil || ve.Code != vdibroker.ENoCapacity || resp.Header.Get("Retry-After") != strconv.Itoa(retry) {
-		t.Fatalf("dana, her desktop shutting down: %d Retry-After %q %s; want 503 NoCapacity, Retry-After %d", resp.StatusCode, resp.Header.Get("Retry-After"), raw, retry)
+	if resp.StatusCode != 503 || ve == nil || ve.Code != vdibroker.ENoCapacity || ve.Reason != vdibroker.ReasonDesktopGoingDown || resp.Header.Get("Retry-After") != strconv.Itoa(retry) {
+		t.Fatalf("dana, her desktop shutting down: %d Retry-After %q %s; want 503 NoCapacity, reason %s, Retry-After %d", resp.StatusCode, resp.Header.Get("Retry-After"), raw, vdibroker.ReasonDesktopGoingDown, retry)
 	}
 	for _, want := range []string{`session host "` + hosts[0] + `", assigned to dana, is shutting down`,
 		"started at " + started.Format(time.RFC3339), "its agent said at " + said.Format(time.RFC3339) + " (0 seconds ago)",
@@ -650,8 +650,8 @@ func TestStartVMOnConnectPersonalDesktopShuttingDown_RA4(t *testing.T) {
 		!strings.Contains(ve.Message, "is shutting down") || !strings.HasSuffix(ve.Message, want) || strings.Contains(ve.Message, "try again") {
 		t.Fatalf("erin, her desktop shutting down late in its start: %d %s; want 503 NoCapacity ending %q", resp.StatusCode, raw, want)
 	}
-	if ra := resp.Header.Get("Retry-After"); ra != strconv.Itoa(erinRetry) || ve.Reason != "" {
-		t.Errorf("erin's answer: Retry-After %q, reason %q; want %d and none", ra, ve.Reason, erinRetry)
+	if ra := resp.Header.Get("Retry-After"); ra != strconv.Itoa(erinRetry) || ve.Reason != vdibroker.ReasonDesktopGoingDown {
+		t.Errorf("erin's answer: Retry-After %q, reason %q; want %d and %s, not yet for an administrator", ra, ve.Reason, erinRetry, vdibroker.ReasonDesktopGoingDown)
 	}
 	if got := []int{sim.Calls("start", pool, hosts[1]), sim.Calls("start", pool, hosts[2])}; !slices.Equal(got, []int{1, 0}) {
 		t.Fatalf("starts of %s, %s: %v, want [1 0]", hosts[1], hosts[2], got)
@@ -806,8 +806,11 @@ func TestStartVMOnConnectPersonalAnswers_RA4(t *testing.T) {
 			resp, ve, raw := connect()
 			ra := resp.Header.Get("Retry-After")
 			wantReason := ""
-			if tc.byAdmin {
+			switch {
+			case tc.byAdmin:
 				wantReason = vdibroker.ReasonStartByAdministrator
+			case tc.code == vdibroker.ENoCapacity && tc.said >= 0 && tc.ra > 0:
+				wantReason = vdibroker.ReasonDesktopGoingDown // her desktop shutting down
 			}
 			if resp.StatusCode != 503 || ve == nil || ve.Code != tc.code || ra != strconv.Itoa(tc.ra) && (tc.ra != 0 || ra != "") || ve.Reason != wantReason {
 				t.Fatalf("her connect: %d Retry-After %q %s; want 503 %s, Retry-After %d, reason %q", resp.StatusCode, ra, raw, tc.code, tc.ra, wantReason)
@@ -857,7 +860,7 @@ func TestStartVMOnConnectPersonalAnswers_RA4(t *testing.T) {
 				// (or back), which comes when a single wait until D
 				// would have brought her (the whole seconds up from her
 				// connect).
-				for resp.StatusCode == 503 && ve != nil && ve.Code == vdibroker.ENoCapacity && ve.Reason == "" && strings.Contains(ve.Message, "is shutting down") {
+				for resp.StatusCode == 503 && ve != nil && ve.Code == vdibroker.ENoCapacity && ve.Reason == vdibroker.ReasonDesktopGoingDown && strings.Contains(ve.Message, "is shutting down") {
 					n, err := strconv.Atoi(resp.Header.Get("Retry-After"))
 					if err != nil || n < 1 || n > 30 {
 						t.Fatalf("her retry at S + %s: Retry-After %q %s; want 1 to 30", e.clock.Now().Sub(s), resp.Header.Get("Retry-After"), raw)

@@ -53,7 +53,8 @@ func TestOwnStartRetryAfter_RA4(t *testing.T) {
 // down (the first whole second after that heartbeat plus the heartbeat
 // timeout, 90 s: 08:10:31, 90.7 s), at most 30 s, though the start times
 // out at 08:10:00.3 before: a rebooting machine is back by then and her
-// retry lands on it. It is not the helpdesk's answer (no reason), and
+// retry lands on it. It is not the helpdesk's answer but that her
+// desktop goes down (ReasonDesktopGoingDown, not the pool's capacity), and
 // says what happens if it does not come back, as of her retry that
 // finds it down (at 08:10:31), not of the one 30 s from now (08:09:30.3,
 // before the start times out).
@@ -63,8 +64,8 @@ func TestDesktopShuttingDownKeepsItsRetryAfter_RA4(t *testing.T) {
 	h := &vdibroker.SessionHost{Name: "h1", PowerState: vdibroker.PowerStarting, PowerStateTime: &s, LastHeartBeat: &said, ShuttingDown: true}
 	err := desktopShuttingDown(h, "alice", 90*time.Second, said)
 	e, ok := err.(*vdibroker.Error)
-	if !ok || e.Code != vdibroker.ENoCapacity || e.Reason != "" || e.RetryAfter != 30*time.Second {
-		t.Fatalf("desktopShuttingDown: %#v, want NoCapacity, no reason, Retry-After 30 s", err)
+	if !ok || e.Code != vdibroker.ENoCapacity || e.Reason != vdibroker.ReasonDesktopGoingDown || e.RetryAfter != 30*time.Second {
+		t.Fatalf("desktopShuttingDown: %#v, want NoCapacity, reason %s, Retry-After 30 s", err, vdibroker.ReasonDesktopGoingDown)
 	}
 	if want := "unless it comes back by itself (a reboot), it is down from 2026-12-07T08:10:31Z and, its start timed out by then (connects do not start it again), needs an administrator, who can start it again (vdibroker sessionhost start) then"; !strings.HasSuffix(e.Message, want) {
 		t.Errorf("its message %q, want it to end %q", e.Message, want)

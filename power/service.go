@@ -774,10 +774,11 @@ func (s *Service) StartOnConnect(ctx context.Context, pool *vdibroker.HostPool, 
 // admin's 409 says the same), if it is down; her retry is answered
 // for an administrator then (ReasonStartByAdministrator), unless it came
 // back. Telling her at once to ask her helpdesk would be false for a
-// machine that reboots.
+// machine that reboots; so would the placement's "no capacity": its
+// reason is ReasonDesktopGoingDown, which the portal says in her words.
 func desktopShuttingDown(h *vdibroker.SessionHost, user string, timeout time.Duration, now time.Time) error {
 	said, again := h.LastHeartBeat.UTC(), vdibroker.StartAfterShutdownFrom(h, timeout)
-	e := &vdibroker.Error{Code: vdibroker.ENoCapacity, RetryAfter: downRetryAfter(h, timeout, now)}
+	e := &vdibroker.Error{Code: vdibroker.ENoCapacity, Reason: vdibroker.ReasonDesktopGoingDown, RetryAfter: downRetryAfter(h, timeout, now)}
 	down := "it is down from " + again.Format(time.RFC3339)
 	// Her retry that finds it down comes the wait until again after now,
 	// in whole seconds rounded up (writeError's header; the capped
@@ -821,10 +822,11 @@ func goingDown(h *vdibroker.SessionHost, timeout time.Duration, now time.Time) b
 // lands on it) or taken for down, and her retry then starts it (start VM
 // on connect of a host whose agent is silent). Not the placement's
 // refusal, which has no Retry-After and tells an administrator to start
-// the host, while her own connect will.
+// the host, while her own connect will. Its reason is
+// ReasonDesktopGoingDown, as desktopShuttingDown's.
 func desktopGoingDown(h *vdibroker.SessionHost, user string, timeout time.Duration, now time.Time) error {
 	said, again := h.LastHeartBeat.UTC(), vdibroker.StartAfterShutdownFrom(h, timeout)
-	return &vdibroker.Error{Code: vdibroker.ENoCapacity, RetryAfter: downRetryAfter(h, timeout, now),
+	return &vdibroker.Error{Code: vdibroker.ENoCapacity, Reason: vdibroker.ReasonDesktopGoingDown, RetryAfter: downRetryAfter(h, timeout, now),
 		Message: fmt.Sprintf("session host %q, assigned to %s, is shutting down or restarting: its agent said at %s (%s ago) that its machine is going down; no other host is started for you. If it restarts, your connect lands on it once its agent reports again; if not, your connect starts it once its agent has been silent for the pool's heartbeat timeout (%d seconds), from %s",
 			h.Name, user, said.Format(time.RFC3339), relative(now.Sub(said), false), int(timeout/time.Second), again.Format(time.RFC3339))}
 }
