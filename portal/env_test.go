@@ -378,6 +378,7 @@ func TestPortalPostgres(t *testing.T) {
 	t.Run("StartingHost", TestLaunchWaitsForStartingHost_RU4)
 	t.Run("StartingSaysTheAnswersWait", TestLaunchStartingSaysTheAnswersWait_RU4_RA4)
 	t.Run("ShuttingDownSaysTheAnswersWait", TestLaunchShuttingDownSaysTheAnswersWait_RA4)
+	t.Run("DesktopGoingDown", TestLaunchDesktopGoingDown_RU4_RA4)
 	t.Run("DesktopNeedsHelpdesk", TestLaunchDesktopNeedsHelpdesk_RA4)
 	t.Run("AcrossReplicas", TestLaunchAcrossReplicas_RU4_RU7)
 	t.Run("Bounds", TestLaunchBounds_RU7)

@@ -353,6 +353,11 @@ var reasonKeys = map[string]string{
 	// (it did not start, or has shut down); no connect of hers starts it
 	// again, so she is not told to try again but to ask her helpdesk.
 	vdibroker.ReasonStartByAdministrator: "launch.failedHelpdesk",
+	// R-A4: her own desktop's agent said that its machine goes down (a
+	// restart or a shutdown from within): not the pool's capacity, and
+	// no other host is right for her. She is told so and to try again,
+	// and to tell her helpdesk only if it does not come back.
+	vdibroker.ReasonDesktopGoingDown: "launch.failedGoingDown",
 }
 
 // launchView is a launch as its page and its status show it.
@@ -392,11 +397,13 @@ func (p *Portal) view(secret string, l *vdibroker.PortalLaunch, lg *lang, now ti
 		if wait := launchWait(l); wait > 0 {
 			// The wait its answer gave, not a guess (R-A4): a host
 			// starting, or a Personal user's own desktop shutting down or
-			// restarting (NoCapacity, until its machine is down).
-			switch code {
-			case vdibroker.EHostStarting:
+			// restarting (until its machine is down).
+			switch {
+			case reason == vdibroker.ReasonDesktopGoingDown:
+				v.Message = lg.T("launch.goingDownFor", l.Name) + " " + tryAgain(lg, wait) + " " + lg.T("launch.ifNotBack")
+			case code == vdibroker.EHostStarting:
 				v.Message = lg.T("launch.failedStartingFor", l.Name) + " " + tryAgain(lg, wait)
-			case vdibroker.ENoCapacity:
+			case code == vdibroker.ENoCapacity:
 				v.Message = lg.T("launch.noCapacityFor", l.Name) + " " + tryAgain(lg, wait) + " " + lg.T("launch.keepsHappening")
 			}
 		}

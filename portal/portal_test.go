@@ -317,14 +317,49 @@ func startedDesk(t *testing.T, e *env) {
 	}
 }
 
+// goingDownIn30 are the words of a launch answered that the computer of
+// alice's own desktop "My desk" is restarting or shutting down
+// (ReasonDesktopGoingDown, R-A4), with a Retry-After of 30 s, in each of
+// the portal's languages: not that no session host can take it.
+var goingDownIn30 = map[string]string{
+	"en": "The computer of \u2068My desk\u2069 is restarting or shutting down. Try again in 30 seconds. If it does not come back, tell your helpdesk.",
+	"de": "Der Computer von \u2068My desk\u2069 wird neu gestartet oder heruntergefahren. Versuchen Sie es in 30 Sekunden erneut. Ist er nicht bald wieder verfügbar, wenden Sie sich an Ihren Helpdesk.",
+	"pt": "O computador de \u2068My desk\u2069 está a reiniciar ou a encerrar. Tente novamente dentro de 30 segundos. Se não voltar a ficar disponível, contacte o seu helpdesk.",
+	"ar": "جارٍ إعادة تشغيل جهاز الكمبيوتر الخاص بـ \u2068My desk\u2069 أو إيقاف تشغيله. حاول مرة أخرى بعد ٣٠ ثانية. إذا لم يصبح متاحًا من جديد، فأبلغ مكتب الدعم.",
+}
+
+// wantGoingDownIn30 checks that alice's failed launch says goingDownIn30,
+// its status in English and its page in each language, and never the
+// words for the pool's capacity.
+func wantGoingDownIn30(t *testing.T, alice *browser, launch string, s launchStatus) {
+	t.Helper()
+	if s.State != "failed" || !strings.HasPrefix(s.Message, goingDownIn30["en"]+" Reference for your helpdesk: ") {
+		t.Fatalf("the launch: %+v; want failed, saying %q and the reference", s, goingDownIn30["en"])
+	}
+	for _, lang := range []string{"de", "pt", "ar", "en"} { // English last: the choice is remembered
+		res, page := alice.get(launch+"?lang="+lang, "Accept-Language", lang)
+		if want := goingDownIn30[lang]; res.StatusCode != http.StatusOK || !strings.Contains(page, want) {
+			t.Errorf("the launch's page in %s: %d, want it to say %q:\n%s", lang, res.StatusCode, want, page)
+		}
+		for _, wrong := range []string{"No session host", "kein Sitzungshost", "nenhum anfitrião", "لا يستطيع أي مضيف"} {
+			if strings.Contains(page, wrong) {
+				t.Errorf("the launch's page in %s says no session host can take it (%q):\n%s", lang, wrong, page)
+			}
+		}
+	}
+}
+
 // TestLaunchShuttingDownSaysTheAnswersWait_RA4: alice's own desktop in
 // a Personal pool (start VM on connect, heartbeat timeout 90 s) was
 // started and its agent then said that its machine shuts down. Her
 // launch is answered NoCapacity with a Retry-After until the machine is
 // down (90 or 91 s from that heartbeat, R-A4), but at most 30 s, and the
-// failed launch says to try again in 30 seconds, not "in a few
-// minutes", in each of the portal's languages (its status,
-// which the page's script shows, and the page itself).
+// reason DesktopGoingDown: the failed launch says that the computer of
+// her desktop is restarting or shutting down, to try again in 30
+// seconds, not "in a few minutes", and to tell her helpdesk only if it
+// does not come back; not that no session host can take it, in each of
+// the portal's languages (its status, which the page's script shows,
+// and the page itself).
 func TestLaunchShuttingDownSaysTheAnswersWait_RA4(t *testing.T) {
 	e := newEnv(t, nil)
 	ctx := context.Background()
@@ -335,29 +370,69 @@ func TestLaunchShuttingDownSaysTheAnswersWait_RA4(t *testing.T) {
 	alice := e.browser()
 	csrf := alice.signIn(e.userToken("alice"))
 	launch := alice.launch(csrf, "desktop:mine")
-	s := alice.await(launch, ended)
-	const want = "No session host can take \u2068My desk\u2069 right now. Try again in 30 seconds. If it keeps happening, tell your helpdesk."
-	if s.State != "failed" || !strings.HasPrefix(s.Message, want) {
-		t.Fatalf("the launch: %+v; want failed, saying %q", s, want)
-	}
-	for lang, want := range map[string]string{
-		"de": "Zurzeit kann kein Sitzungshost \u2068My desk\u2069 aufnehmen. Versuchen Sie es in 30 Sekunden erneut. Passiert es wieder, wenden Sie sich an Ihren Helpdesk.",
-		"pt": "Neste momento nenhum anfitrião de sessão pode abrir \u2068My desk\u2069. Tente novamente dentro de 30 segundos. Se continuar a acontecer, contacte o seu helpdesk.",
-		"ar": "لا يستطيع أي مضيف جلسات فتح \u2068My desk\u2069 الآن. حاول مرة أخرى بعد ٣٠ ثانية. إذا تكرر ذلك، فأبلغ مكتب الدعم.",
-	} {
-		res, page := alice.get(launch+"?lang="+lang, "Accept-Language", lang)
-		if res.StatusCode != http.StatusOK || !strings.Contains(page, want) {
-			t.Errorf("the launch's page in %s: %d, want it to say %q:\n%s", lang, res.StatusCode, want, page)
+	wantGoingDownIn30(t, alice, launch, alice.await(launch, ended))
+}
+
+// TestLaunchDesktopGoingDown_RU4_RA4: alice's own desktop in a Personal
+// pool (start VM on connect, heartbeat timeout 90 s) runs, and its agent
+// says that its machine goes down: a restart or a shutdown from within
+// the machine. Her launch then is told that its computer is restarting
+// or shutting down and to try again in 30 seconds (R-A4), in each
+// language, and once it is back (its agent reports again) her launch
+// lands on it. A launch held for her desktop starting (R-U4) whose agent
+// then says its machine goes down is decided again at once and ends
+// with the same words, not held on, nor told that no session host can
+// take it.
+func TestLaunchDesktopGoingDown_RU4_RA4(t *testing.T) {
+	t.Run("running", func(t *testing.T) {
+		e := newEnv(t, nil)
+		ctx := context.Background()
+		startedDesk(t, e)
+		e.heartbeat("mine-1") // up: recorded Running
+		if h, err := e.admin.GetSessionHost(ctx, "mine", "mine-1"); err != nil || h.PowerState != vdibroker.PowerRunning {
+			t.Fatalf("mine-1 after its heartbeat: %+v, %v; want Running", h, err)
 		}
-	}
+		if _, err := e.admin.Heartbeat(ctx, e.creds["mine-1"], &vdibroker.HeartbeatRequest{ShuttingDown: true}); err != nil {
+			t.Fatal(err)
+		}
+		alice := e.browser()
+		csrf := alice.signIn(e.userToken("alice"))
+		launch := alice.launch(csrf, "desktop:mine")
+		wantGoingDownIn30(t, alice, launch, alice.await(launch, ended))
+		// It restarted: back, her launch lands on it.
+		e.advance(30 * time.Second)
+		e.heartbeat("mine-1")
+		launch = alice.launch(csrf, "desktop:mine")
+		if s := alice.await(launch, ended); s.State != "ready" {
+			t.Fatalf("her launch once it is back: %+v; want ready", s)
+		}
+	})
+	t.Run("held", func(t *testing.T) {
+		e := newEnv(t, nil)
+		ctx := context.Background()
+		startedDesk(t, e)
+		alice := e.browser()
+		csrf := alice.signIn(e.userToken("alice"))
+		launch := alice.launch(csrf, "desktop:mine")
+		if s := alice.await(launch, func(s launchStatus) bool {
+			return s.State != "waiting" || s.Title == "Starting a computer for \u2068My desk\u2069"
+		}); s.State != "waiting" {
+			t.Fatalf("her launch while her desktop starts: %+v; want held, waiting", s)
+		}
+		if _, err := e.admin.Heartbeat(ctx, e.creds["mine-1"], &vdibroker.HeartbeatRequest{ShuttingDown: true}); err != nil {
+			t.Fatal(err)
+		}
+		wantGoingDownIn30(t, alice, launch, alice.await(launch, ended))
+	})
 }
 
 // TestLaunchDesktopNeedsHelpdesk_RA4: alice's own desktop in a
 // Personal pool (start VM on connect, heartbeat timeout 90 s) was
 // started, and 9 minutes into its start its agent said that its machine
 // shuts down. A reboot says the same and is back within the heartbeat
-// timeout, so her launch is told to try again in 30 seconds (the
-// Retry-After until its machine is down, 91 s, at most 30), not yet to ask her
+// timeout, so her launch is told that its computer is restarting or
+// shutting down and to try again in 30 seconds (the Retry-After until
+// its machine is down, 91 s, at most 30), not yet to ask her
 // helpdesk. Once it is down, its start timed out, no connect of hers
 // starts it again (R-A4), only an administrator's: her launch then is
 // not told to try again but that her desktop's computer did not start or
@@ -376,10 +451,7 @@ func TestLaunchDesktopNeedsHelpdesk_RA4(t *testing.T) {
 	csrf := alice.signIn(e.userToken("alice"))
 	launch := alice.launch(csrf, "desktop:mine")
 	s := alice.await(launch, ended)
-	const again = "No session host can take \u2068My desk\u2069 right now. Try again in 30 seconds. If it keeps happening, tell your helpdesk."
-	if s.State != "failed" || !strings.HasPrefix(s.Message, again) {
-		t.Fatalf("the launch, shutting down: %+v; want failed, saying %q", s, again)
-	}
+	wantGoingDownIn30(t, alice, launch, s)
 	e.advance(2 * time.Minute) // its machine is down; its start timed out
 	words := map[string]string{
 		"en": "The computer of \u2068My desk\u2069 did not start or has shut down, and opening it again will not start it. Ask your helpdesk to start it for you.",
