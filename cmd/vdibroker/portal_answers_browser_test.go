@@ -28,11 +28,16 @@ var portalLangs = []string{"de", "pt", "ar", "en"}
 // minutes, else her helpdesk); a host of a pool that starts on connect
 // is still starting (try again in 30 seconds, the broker's
 // Retry-After); her Personal desktop, stopped, is started for her; its
-// agent then says its machine shuts down (try again in 30 seconds, the
-// most a Retry-After says, until it is down), also when its start will have timed out by then (it was
-// started 9 minutes ago: a reboot is back by then); and once it did not
-// come back and its start timed out, no connect of hers starts it
-// again: the page says to ask her helpdesk, and not to try again. A pool deleted, and
+// agent then says its machine shuts down: its computer is restarting or
+// shutting down (not that no session host can take it), try again in 30
+// seconds, the most a Retry-After says, until it is down, and tell her
+// helpdesk only if it does not come back, also when its start will have
+// timed out by then (it was started 9 minutes ago: a reboot is back by
+// then); once it did not come back and its start timed out, no connect
+// of hers starts it again: the page says to ask her helpdesk, and not
+// to try again; started again by an administrator and running, its
+// agent says its machine goes down (a restart or a shutdown from
+// within): her page says so again. A pool deleted, and
 // an app removed, since her page was drawn are no longer hers; her
 // sign-in ended (her token revoked) mid-page, she is told to sign in
 // again (past her write budget: portal/budget_test.go). Carol,
@@ -214,8 +219,21 @@ func TestPortalAnswersBrowser_RU4_RU6_RA4(t *testing.T) {
 	if _, err := admin.Heartbeat(bg, creds["mine-1"], &vdibroker.HeartbeatRequest{ShuttingDown: true}); err != nil {
 		t.Fatal(err)
 	}
-	launchAnswer("her desktop shutting down", "desktop:mine", "My desk",
-		"No session host can take \u2068My desk\u2069 right now. Try again in 30 seconds. If it keeps happening, tell your helpdesk. Reference for your helpdesk: ", nil)
+	goingDown := func(what string) {
+		t.Helper()
+		got := launchAnswer(what, "desktop:mine", "My desk",
+			"The computer of \u2068My desk\u2069 is restarting or shutting down. Try again in 30 seconds. If it does not come back, tell your helpdesk. Reference for your helpdesk: ", nil)
+		for lang, want := range map[string]string{
+			"de": "Der Computer von \u2068My desk\u2069 wird neu gestartet oder heruntergefahren. Versuchen Sie es in 30 Sekunden erneut. Ist er nicht bald wieder verfügbar, wenden Sie sich an Ihren Helpdesk.",
+			"pt": "O computador de \u2068My desk\u2069 está a reiniciar ou a encerrar. Tente novamente dentro de 30 segundos. Se não voltar a ficar disponível, contacte o seu helpdesk.",
+			"ar": "جارٍ إعادة تشغيل جهاز الكمبيوتر الخاص بـ \u2068My desk\u2069 أو إيقاف تشغيله. حاول مرة أخرى بعد ٣٠ ثانية. إذا لم يصبح متاحًا من جديد، فأبلغ مكتب الدعم.",
+		} {
+			if !strings.HasPrefix(got[lang], want) {
+				t.Errorf("%s, in %s: %q; want %q", what, lang, got[lang], want)
+			}
+		}
+	}
+	goingDown("her desktop shutting down")
 	// Late in the start instead (started 9 minutes ago): by the time it
 	// is down, its start timed out, and no connect of hers starts it
 	// again (R-A4); but a reboot says the same and is back by then: she
@@ -226,8 +244,7 @@ func TestPortalAnswersBrowser_RU4_RU6_RA4(t *testing.T) {
 	if _, err := admin.Heartbeat(bg, creds["mine-1"], &vdibroker.HeartbeatRequest{ShuttingDown: true}); err != nil {
 		t.Fatal(err)
 	}
-	launchAnswer("her desktop shutting down late in its start", "desktop:mine", "My desk",
-		"No session host can take \u2068My desk\u2069 right now. Try again in 30 seconds. If it keeps happening, tell your helpdesk. Reference for your helpdesk: ", nil)
+	goingDown("her desktop shutting down late in its start")
 	// Started 11 minutes ago, and its agent said 10.5 minutes ago, longer
 	// than the heartbeat timeout, that its machine shuts down: it did not
 	// come back, its start timed out, and no connect of hers starts it
@@ -257,6 +274,21 @@ func TestPortalAnswersBrowser_RU4_RU6_RA4(t *testing.T) {
 	if n := sim.Calls("start", "mine", "mine-1"); n != 1 {
 		t.Errorf("mine-1 was started %d times, want once (her first Open)", n)
 	}
+	// Her helpdesk starts it again; it runs, and its agent then says
+	// its machine goes down: restarted or shut down from within it.
+	if _, err := admin.StartSessionHost(bg, "mine", "mine-1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.Heartbeat(bg, creds["mine-1"], &vdibroker.HeartbeatRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	if h, err := admin.GetSessionHost(bg, "mine", "mine-1"); err != nil || h.PowerState != vdibroker.PowerRunning {
+		t.Fatalf("mine-1 started by an administrator and heard from: %+v, %v; want Running", h, err)
+	}
+	if _, err := admin.Heartbeat(bg, creds["mine-1"], &vdibroker.HeartbeatRequest{ShuttingDown: true}); err != nil {
+		t.Fatal(err)
+	}
+	goingDown("her desktop restarting")
 
 	// Deleted, or removed, since her page was drawn; her sign-in ended
 	// (past her write budget is portal/budget_test.go's, on an injected
