@@ -346,3 +346,61 @@ func TestHeldConnectOfOwnHostLetsGoOfItsTimers_RA4(t *testing.T) {
 		t.Errorf("%d connects held after her caller left, want none", n)
 	}
 }
+
+// TestDesktopGoingDownReasonIsHersAlone_RA4: the reason DesktopGoingDown
+// (the portal's "the computer of ... is restarting or shutting down", in
+// place of "no session host can take it") is given only where it is
+// true: to a Personal user whose own host, in a pool that starts hosts
+// on connect, is recorded Running and whose agent said that its machine
+// goes down. The same host going down answers the placement's plain
+// NoCapacity, without the reason, in a pool that does not start hosts
+// on connect (nothing brings it back but an administrator), in a pooled
+// pool (another host may take her later), and to a Personal user of
+// whom it is not (bob: no host of his is going down).
+func TestDesktopGoingDownReasonIsHersAlone_RA4(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		typ       string
+		onConnect bool
+		user      string
+		reason    string
+	}{
+		{"her own desktop, a pool that starts hosts on connect", vdibroker.Personal, true, "alice", vdibroker.ReasonDesktopGoingDown},
+		{"her own desktop, a pool that does not start hosts on connect", vdibroker.Personal, false, "alice", ""},
+		{"another's desktop", vdibroker.Personal, true, "bob", ""},
+		{"a pooled pool", vdibroker.Pooled, true, "alice", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			svc, st, fc, sim, _ := unknownFixture(t, tc.typ, "sim", 1, "h1")
+			ctx := t.Context()
+			if tc.typ == vdibroker.Personal {
+				if _, err := st.UpdateSessionHost(ctx, "pwr", "h1", func(h *vdibroker.SessionHost) error { h.AssignedUsers = []string{"alice"}; return nil }); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if !tc.onConnect {
+				p, err := svc.Pool(ctx, "pwr")
+				if err != nil {
+					t.Fatal(err)
+				}
+				q := *p
+				q.StartVMOnConnect = false
+				if _, _, err := svc.StorePool(ctx, "pwr", p, &q, false); err != nil {
+					t.Fatal(err)
+				}
+			}
+			recordRunning(t, svc, st, fc, "h1")
+			if _, err := svc.Heartbeat(ctx, &vdibroker.SessionHost{HostPool: "pwr", Name: "h1"}, &vdibroker.HeartbeatRequest{ShuttingDown: true}); err != nil {
+				t.Fatal(err)
+			}
+			fc.Step(time.Second)
+			code, err := connectCode(t, svc, tc.user)
+			if code != vdibroker.ENoCapacity || vdibroker.ErrorReason(err) != tc.reason {
+				t.Fatalf("%s's connect while h1 goes down: %v (reason %q); want NoCapacity, reason %q", tc.user, err, vdibroker.ErrorReason(err), tc.reason)
+			}
+			if n := sim.Calls("start", "pwr", "h1"); n != 0 {
+				t.Errorf("h1, up and going down, started %d times", n)
+			}
+		})
+	}
+}
