@@ -591,14 +591,92 @@ func (c *PodClient) Restrict(policy *federation.PeerPolicy) {
 	}
 }
 
-func (c *PodClient) call(ctx context.Context, pod vdibroker.Pod, method, path string, body, out any) (int, error) {
-	status, _, err := c.callHeader(ctx, pod, method, path, body, out)
+// answerBound bounds a peer's answer to a pod-to-pod call before it is
+// decoded (R-G5, R-SEC): a pod compromised, or whatever answers at its
+// URL, chooses it, and decoding takes far more memory than an answer
+// holds: a list of empty objects (`[{},{},...]`) is a struct of up to
+// 200 bytes for each 3 of the answer, so the 64 MiB the client read
+// before took some 5 GB, and a pod asks every peer at once. An answer of
+// more bytes than bytes, or of more JSON objects than objects (0: not
+// counted, for an answer of one object with no list of them), is the
+// call's failure: it is neither decoded nor a refusal of the peer, which
+// is passed over as if it had not answered.
+type answerBound struct {
+	bytes   int64
+	objects int
+}
+
+// The bounds of each call's answer (answerBound), each far above what a
+// vdibroker pod answers.
+var (
+	// A PoolFacts per member pool of the peer, at most
+	// federation.MaxDocumentMembers in a valid document, with its farm
+	// hosts' load indexes (8 MiB holds 10,000 pools and a million
+	// hosts').
+	loadsAnswer = answerBound{bytes: 8 << 20, objects: 1 + federation.MaxDocumentMembers}
+	// The open sessions of the users asked (at most
+	// vdibroker.MaxPodSessionUsers) in the pools asked (at most
+	// vdibroker.MaxPodSessionPools), some hundreds of bytes each.
+	sessionsAnswer = answerBound{bytes: 8 << 20, objects: 1 << 16}
+	// The pods holding one user's entries and the pods the directory
+	// vouches for, at most federation.MaxPods of 64 characters each.
+	lookupAnswer = answerBound{bytes: 256 << 10}
+	// A connect's answer (its .rdp file's custom properties at most
+	// vdibroker.MaxCustomRdpPropertyLen), a queued command, a refusal.
+	oneAnswer = answerBound{bytes: 1 << 20}
+	// The document the peer stored, which it took in a body of at most
+	// maxBodyBytes.
+	documentAnswer = answerBound{bytes: 2 * maxBodyBytes, objects: 1 << 16}
+)
+
+// read reads resp's body within b.bytes: a body longer is an error,
+// refused before it is read when its Content-Length says so.
+func (b answerBound) read(resp *nethttp.Response) ([]byte, error) {
+	if resp.ContentLength > b.bytes {
+		return nil, fmt.Errorf("an answer of more than %d bytes, this call's bound: not a vdibroker answer", b.bytes)
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, b.bytes+1))
+	if err == nil && int64(len(data)) > b.bytes {
+		err = fmt.Errorf("an answer of more than %d bytes, this call's bound: not a vdibroker answer", b.bytes)
+	}
+	return data, err
+}
+
+// checkObjects refuses data of more JSON objects than b.objects (none
+// set: any).
+func (b answerBound) checkObjects(data []byte) error {
+	if b.objects > 0 && jsonObjects(data, b.objects) > b.objects {
+		return fmt.Errorf("an answer of more than %d JSON objects, this call's bound: not a vdibroker answer", b.objects)
+	}
+	return nil
+}
+
+// jsonObjects counts the objects of the JSON text data (its '{' outside
+// strings), up to max+1: exact for valid JSON, which is all that is
+// decoded after it.
+func jsonObjects(data []byte, max int) int {
+	n, inString := 0, false
+	for i := 0; i < len(data) && n <= max; i++ {
+		switch c := data[i]; {
+		case inString && c == '\\':
+			i++ // what it escapes, a quote or a backslash too
+		case c == '"':
+			inString = !inString
+		case c == '{' && !inString:
+			n++
+		}
+	}
+	return n
+}
+
+func (c *PodClient) call(ctx context.Context, pod vdibroker.Pod, method, path string, body, out any, b answerBound) (int, error) {
+	status, _, err := c.callHeader(ctx, pod, method, path, body, out, b)
 	return status, err
 }
 
 // callHeader is call that returns the answer's headers too (a refusal's
-// Retry-After).
-func (c *PodClient) callHeader(ctx context.Context, pod vdibroker.Pod, method, path string, body, out any) (int, nethttp.Header, error) {
+// Retry-After). The answer is bounded by b.
+func (c *PodClient) callHeader(ctx context.Context, pod vdibroker.Pod, method, path string, body, out any, b answerBound) (int, nethttp.Header, error) {
 	if c.policy != nil {
 		if err := c.policy.CheckURL(pod.URL); err != nil {
 			return 0, nil, fmt.Errorf("pod %s's URL %w", pod.Name, err)
@@ -630,21 +708,21 @@ func (c *PodClient) callHeader(ctx context.Context, pod vdibroker.Pod, method, p
 	if id := vdibroker.RequestIDFrom(ctx); id != "" {
 		h.Set("X-Request-Id", id)
 	}
-	cl := &Client{BaseURL: pod.URL, HTTPClient: c.HTTPClient, opaque: true}
+	cl := &Client{BaseURL: pod.URL, HTTPClient: c.HTTPClient, opaque: true, answer: b}
 	return cl.doHeader(ctx, method, path, nil, send, out, h)
 }
 
 // Loads asks pod for its member pools' facts.
 func (c *PodClient) Loads(ctx context.Context, pod vdibroker.Pod) (*vdibroker.PodLoads, error) {
 	var out vdibroker.PodLoads
-	_, err := c.call(ctx, pod, "GET", federation.LoadsPath, nil, &out)
+	_, err := c.call(ctx, pod, "GET", federation.LoadsPath, nil, &out, loadsAnswer)
 	return resultOrNil(&out, err)
 }
 
 // Sessions asks pod for the user's open sessions in its pools.
 func (c *PodClient) Sessions(ctx context.Context, pod vdibroker.Pod, req vdibroker.PodSessionsRequest) ([]*vdibroker.UserSession, error) {
 	var out vdibroker.PodSessions
-	if _, err := c.call(ctx, pod, "POST", federation.SessionsPath, req, &out); err != nil {
+	if _, err := c.call(ctx, pod, "POST", federation.SessionsPath, req, &out, sessionsAnswer); err != nil {
 		return nil, err
 	}
 	return out.Sessions, nil
@@ -656,7 +734,7 @@ func (c *PodClient) Sessions(ctx context.Context, pod vdibroker.Pod, req vdibrok
 // only there, and the global decision repeats it (R-G1).
 func (c *PodClient) Connect(ctx context.Context, pod vdibroker.Pod, req vdibroker.PodConnectRequest) (*vdibroker.ConnectAnswer, error) {
 	var out vdibroker.ConnectAnswer
-	status, h, err := c.callHeader(ctx, pod, "POST", federation.ConnectPath, req, &out.ConnectResponse)
+	status, h, err := c.callHeader(ctx, pod, "POST", federation.ConnectPath, req, &out.ConnectResponse, oneAnswer)
 	if err != nil {
 		var e *vdibroker.Error
 		if errors.As(err, &e) && e.Code != vdibroker.EInternal && // a vdibroker pod's answer
@@ -674,7 +752,7 @@ func (c *PodClient) Connect(ctx context.Context, pod vdibroker.Pod, req vdibroke
 // A pod whose router does not know the call (404 or 405: an older
 // version) is NotFound, whatever its answer's body.
 func (c *PodClient) Register(ctx context.Context, pod vdibroker.Pod, req vdibroker.PodDirectoryRequest) error {
-	status, err := c.call(ctx, pod, "POST", federation.DirectoryPath, req, nil)
+	status, err := c.call(ctx, pod, "POST", federation.DirectoryPath, req, nil, oneAnswer)
 	if err != nil && (status == nethttp.StatusNotFound || status == nethttp.StatusMethodNotAllowed) {
 		return vdibroker.Errorf(vdibroker.ENotFound, "pod %s keeps no session directory (HTTP %d to %s: an older version?)", pod.Name, status, federation.DirectoryPath)
 	}
@@ -684,7 +762,7 @@ func (c *PodClient) Register(ctx context.Context, pod vdibroker.Pod, req vdibrok
 // Lookup asks directory pod pod where the user has open sessions.
 func (c *PodClient) Lookup(ctx context.Context, pod vdibroker.Pod, req vdibroker.PodLookupRequest) (*vdibroker.PodLookup, error) {
 	var out vdibroker.PodLookup
-	_, err := c.call(ctx, pod, "POST", federation.LookupPath, req, &out)
+	_, err := c.call(ctx, pod, "POST", federation.LookupPath, req, &out, lookupAnswer)
 	return resultOrNil(&out, err)
 }
 
@@ -696,7 +774,7 @@ func (c *PodClient) Lookup(ctx context.Context, pod vdibroker.Pod, req vdibroker
 // session" would tell a helpdesk the session is gone.
 func (c *PodClient) SessionCommand(ctx context.Context, pod vdibroker.Pod, req vdibroker.PodSessionCommandRequest) (*vdibroker.Command, error) {
 	var out vdibroker.Command
-	status, err := c.call(ctx, pod, "POST", federation.SessionCommandPath, req, &out)
+	status, err := c.call(ctx, pod, "POST", federation.SessionCommandPath, req, &out, oneAnswer)
 	if err != nil && (status == nethttp.StatusMethodNotAllowed ||
 		status == nethttp.StatusNotFound && strings.HasPrefix(vdibroker.ErrorMessage(err), noAPIAt)) {
 		return nil, vdibroker.Errorf(vdibroker.EPodUnavailable, "pod %s runs an older vdibroker, which cannot log off or disconnect its sessions for another pod "+
@@ -714,7 +792,7 @@ func (c *PodClient) SessionCommand(ctx context.Context, pod vdibroker.Pod, req v
 // one pod, and the console says when to send again.
 func (c *PodClient) PutDocument(ctx context.Context, pod vdibroker.Pod, req vdibroker.PodDocumentRequest) (*vdibroker.Federation, error) {
 	var out vdibroker.Federation
-	status, h, err := c.callHeader(ctx, pod, "PUT", federation.DocumentPath, req, &out)
+	status, h, err := c.callHeader(ctx, pod, "PUT", federation.DocumentPath, req, &out, documentAnswer)
 	if err != nil && (status == nethttp.StatusMethodNotAllowed ||
 		status == nethttp.StatusNotFound && strings.HasPrefix(vdibroker.ErrorMessage(err), noAPIAt)) {
 		return nil, vdibroker.Errorf(vdibroker.EPodUnavailable, "pod %s runs an older vdibroker, which takes the federation document from federation apply only "+
