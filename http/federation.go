@@ -414,8 +414,18 @@ func (s *Server) podRegister(w nethttp.ResponseWriter, r *nethttp.Request, fed *
 // the store before it is done (podRecord): a replay changes nothing. Its
 // audit entry is this pod's own API's (usersession.logoff or
 // usersession.disconnect, the session as target), its principal the
-// calling pod (its verified name) acting for the user.
+// calling pod (its verified name) acting for the user. A pod asks for at
+// most PodSessionCommandsPerPod a minute.
 func (s *Server) podSessionCommand(w nethttp.ResponseWriter, r *nethttp.Request, fed *federationState, pod string, body []byte) error {
+	// Spent by the pod the signature proved, before the body is decoded:
+	// each is an audit entry, a command asked again too (R-SEC).
+	if !s.podCommands.Spend(pod, s.now()) {
+		if ev := vdibroker.AuditFrom(r.Context()); ev != nil {
+			ev.Principal = vdibroker.AuditPrincipal{Kind: vdibroker.PrincipalPod, ID: pod}
+			ev.Bound()
+		}
+		return throttled("pod "+pod+" logs off or disconnects sessions here faster than "+strconv.Itoa(PodSessionCommandsPerPod)+" a minute", PodSessionCommandsPerPod/60.0)
+	}
 	var req vdibroker.PodSessionCommandRequest
 	if err := decodeStrict(bytes.NewReader(body), &req); err != nil {
 		return err
