@@ -610,7 +610,11 @@ func (c *PodClient) Restrict(policy *federation.PeerPolicy) {
 // more bytes than bytes, or of more JSON objects than objects (0: not
 // counted, for an answer of one object with no list of them), is the
 // call's failure: it is neither decoded nor a refusal of the peer, which
-// is passed over as if it had not answered.
+// is passed over as if it had not answered. Counting objects bounds the
+// lists of objects only with their elements taken as objects alone
+// (object): the answers' lists of other values hold numbers and strings
+// (a pool's load indexes, an entitlement's users), a few times their
+// size in memory at most.
 type answerBound struct {
 	bytes   int64
 	objects int
@@ -679,6 +683,66 @@ func jsonObjects(data []byte, max int) int {
 	return n
 }
 
+// object is an element of a list of objects in a peer's answer (R-G5,
+// R-SEC), decoded only when it is a JSON object: anything else (a number,
+// null, a list, a string) fails the whole answer at once. encoding/json
+// grows a list by one element for each value it meets, of whatever kind,
+// and goes on past one of the wrong kind: `[0,0,...]` for a peer's pools,
+// no object among them for jsonObjects to count, grew a list of 4
+// million pools' facts from 8 MiB (some 3 GB allocated), and a null
+// among a user's sessions was a nil session, which crashed the pod that
+// asked.
+type object[T any] struct{ v T }
+
+func (o *object[T]) UnmarshalJSON(b []byte) error {
+	if len(b) == 0 || b[0] != '{' {
+		return errNotObject
+	}
+	return json.Unmarshal(b, &o.v)
+}
+
+var errNotObject = errors.New("a list element that is not a JSON object: not a vdibroker answer")
+
+// objects are the values of list (nil for nil).
+func objects[T any](list []object[T]) []T {
+	if list == nil {
+		return nil
+	}
+	out := make([]T, len(list))
+	for i := range list {
+		out[i] = list[i].v
+	}
+	return out
+}
+
+// documentAnswerWire is a peer's answer of a document (PutDocument), its
+// lists of objects decoded as objects only.
+type documentAnswerWire struct {
+	vdibroker.Federation
+	Sites              []object[vdibroker.Site]     `json:"sites"`
+	Pods               []object[vdibroker.Pod]      `json:"pods"`
+	GlobalEntitlements []object[entitlementWire]    `json:"globalEntitlements"`
+	HomeSites          []object[vdibroker.HomeSite] `json:"homeSites"`
+}
+
+type entitlementWire struct {
+	vdibroker.GlobalEntitlement
+	Members []object[vdibroker.Member] `json:"members"`
+}
+
+func (a *documentAnswerWire) document() vdibroker.Federation {
+	f := a.Federation
+	f.Sites, f.Pods, f.HomeSites = objects(a.Sites), objects(a.Pods), objects(a.HomeSites)
+	if a.GlobalEntitlements != nil {
+		f.GlobalEntitlements = make([]vdibroker.GlobalEntitlement, len(a.GlobalEntitlements))
+		for i, e := range a.GlobalEntitlements {
+			f.GlobalEntitlements[i] = e.v.GlobalEntitlement
+			f.GlobalEntitlements[i].Members = objects(e.v.Members)
+		}
+	}
+	return f
+}
+
 func (c *PodClient) call(ctx context.Context, pod vdibroker.Pod, method, path string, body, out any, b answerBound) (int, error) {
 	status, _, err := c.callHeader(ctx, pod, method, path, body, out, b)
 	return status, err
@@ -724,18 +788,32 @@ func (c *PodClient) callHeader(ctx context.Context, pod vdibroker.Pod, method, p
 
 // Loads asks pod for its member pools' facts.
 func (c *PodClient) Loads(ctx context.Context, pod vdibroker.Pod) (*vdibroker.PodLoads, error) {
-	var out vdibroker.PodLoads
-	_, err := c.call(ctx, pod, "GET", federation.LoadsPath, nil, &out, loadsAnswer)
+	var a struct {
+		vdibroker.PodLoads
+		Pools []object[vdibroker.PoolFacts] `json:"pools"`
+	}
+	_, err := c.call(ctx, pod, "GET", federation.LoadsPath, nil, &a, loadsAnswer)
+	out := a.PodLoads
+	out.Pools = objects(a.Pools)
 	return resultOrNil(&out, err)
 }
 
 // Sessions asks pod for the user's open sessions in its pools.
 func (c *PodClient) Sessions(ctx context.Context, pod vdibroker.Pod, req vdibroker.PodSessionsRequest) ([]*vdibroker.UserSession, error) {
-	var out vdibroker.PodSessions
-	if _, err := c.call(ctx, pod, "POST", federation.SessionsPath, req, &out, sessionsAnswer); err != nil {
+	var a struct {
+		Sessions []object[vdibroker.UserSession] `json:"sessions"`
+	}
+	if _, err := c.call(ctx, pod, "POST", federation.SessionsPath, req, &a, sessionsAnswer); err != nil {
 		return nil, err
 	}
-	return out.Sessions, nil
+	if a.Sessions == nil {
+		return nil, nil
+	}
+	out := make([]*vdibroker.UserSession, len(a.Sessions))
+	for i := range a.Sessions {
+		out[i] = &a.Sessions[i].v
+	}
+	return out, nil
 }
 
 // Connect asks pod to connect the user into one of its member pools. A
@@ -801,8 +879,9 @@ func (c *PodClient) SessionCommand(ctx context.Context, pod vdibroker.Pod, req v
 // (retryAfter): a pod takes PodDocumentsPerPod writes a minute from
 // one pod, and the console says when to send again.
 func (c *PodClient) PutDocument(ctx context.Context, pod vdibroker.Pod, req vdibroker.PodDocumentRequest) (*vdibroker.Federation, error) {
-	var out vdibroker.Federation
-	status, h, err := c.callHeader(ctx, pod, "PUT", federation.DocumentPath, req, &out, documentAnswer)
+	var a documentAnswerWire
+	status, h, err := c.callHeader(ctx, pod, "PUT", federation.DocumentPath, req, &a, documentAnswer)
+	out := a.document()
 	if err != nil && (status == nethttp.StatusMethodNotAllowed ||
 		status == nethttp.StatusNotFound && strings.HasPrefix(vdibroker.ErrorMessage(err), noAPIAt)) {
 		return nil, vdibroker.Errorf(vdibroker.EPodUnavailable, "pod %s runs an older vdibroker, which takes the federation document from federation apply only "+

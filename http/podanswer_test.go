@@ -7,6 +7,7 @@ import (
 	"fmt"
 	nethttp "net/http"
 	"net/http/httptest"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -203,5 +204,120 @@ func TestPodAnswerOverItsBoundThroughAPod_RG5(t *testing.T) {
 	if len(ge.Members) != 1 || !strings.Contains(ge.Members[0].Error, want) || ge.Members[0].Facts != nil {
 		b, _ := json.Marshal(ge.Members)
 		t.Errorf("members %s: want pod2's member without facts, saying %q", b, want)
+	}
+}
+
+// TestPodAnswerListsOfObjectsOnly_RG5: the lists of objects in a peer's
+// answer (a pod's pools, a user's sessions, a document's sites, pods,
+// entitlements, members and home sites) are taken of objects only (R-G5,
+// R-SEC). encoding/json grows a list by an element for each value it
+// meets, whatever its kind, and goes on past one of the wrong kind, so
+// the bound on objects alone let `[0,0,...]` through: 8 MiB of it for a
+// peer's pools allocated some 2.7 GB (4 million pools' facts), for a
+// user's sessions 1.2 GB, 2 MiB of it for a document's home sites 0.3 GB.
+// And a null among a user's sessions was a nil session, which crashed
+// the pod that asked (TestPeerNullSessionAnswer_RG5). Each such answer is
+// now the call's failure, decoded no further than its first element: the
+// call allocates a few times the answer's size at most (reading it).
+func TestPodAnswerListsOfObjectsOnly_RG5(t *testing.T) {
+	ctx := context.Background()
+	const mib = 1 << 20
+	type call func(c *vhttp.PodClient, p vdibroker.Pod) error
+	loads := func(c *vhttp.PodClient, p vdibroker.Pod) error { _, err := c.Loads(ctx, p); return err }
+	sessions := func(c *vhttp.PodClient, p vdibroker.Pod) error {
+		_, err := c.Sessions(ctx, p, vdibroker.PodSessionsRequest{User: "alice", HostPools: []string{"office"}})
+		return err
+	}
+	document := func(c *vhttp.PodClient, p vdibroker.Pod) error {
+		_, err := c.PutDocument(ctx, p, vdibroker.PodDocumentRequest{Document: vdibroker.Federation{Generation: 2}, Principal: "admin"})
+		return err
+	}
+	// fill is a list of elem filling about n bytes.
+	fill := func(elem string, n int) string {
+		return "[" + strings.Repeat(elem+",", n/(len(elem)+1)-1) + elem + "]"
+	}
+	for _, tc := range []struct {
+		name   string
+		call   call
+		answer func(elem string) []byte
+	}{
+		{"pools", loads, func(e string) []byte { return []byte(`{"pools":` + fill(e, 8*mib-100) + `}`) }},
+		{"sessions", sessions, func(e string) []byte { return []byte(`{"sessions":` + fill(e, 8*mib-100) + `}`) }},
+		{"a document's home sites", document, func(e string) []byte { return []byte(`{"generation":2,"homeSites":` + fill(e, 2*mib-100) + `}`) }},
+		{"a document's entitlements", document, func(e string) []byte {
+			return []byte(`{"generation":2,"globalEntitlements":` + fill(e, 2*mib-100) + `}`)
+		}},
+		{"an entitlement's members", document, func(e string) []byte {
+			return []byte(`{"generation":2,"globalEntitlements":[{"name":"g","members":` + fill(e, 2*mib-100) + `}]}`)
+		}},
+	} {
+		// Every kind of value but an object; null is a nil session.
+		for _, elem := range []string{"0", "null", "[]", `""`, "true"} {
+			t.Run(tc.name+" of "+elem, func(t *testing.T) {
+				answer := tc.answer(elem)
+				peer := hostilePeer(t, func(string) []byte { return answer }, false)
+				c := vhttp.NewPodClient("pod1", []byte(testFedSecret))
+				var before, after runtime.MemStats
+				runtime.GC()
+				runtime.ReadMemStats(&before)
+				err := tc.call(c, vdibroker.Pod{Name: "pod2", URL: peer.URL})
+				runtime.ReadMemStats(&after)
+				const want = "not a JSON object"
+				if err == nil || !strings.Contains(err.Error(), want) {
+					t.Errorf("got %v, want a failure saying %q", err, want)
+				}
+				var ve *vdibroker.Error
+				if errors.As(err, &ve) {
+					t.Errorf("got %v, a vdibroker error; want the call's failure", err)
+				}
+				// Reading the answer takes about twice its size (a
+				// growing buffer); decoding it took hundreds of times.
+				if got, limit := after.TotalAlloc-before.TotalAlloc, uint64(8*len(answer)); got > limit {
+					t.Errorf("the call allocated %d MB for an answer of %d MB, want at most %d MB", got>>20, len(answer)>>20, limit>>20)
+				}
+			})
+		}
+	}
+}
+
+// TestPeerNullSessionAnswer_RG5: a peer answering a user's sessions with
+// a null among them (R-G5, R-SEC) is a peer that did not answer, said in
+// the listing of the user's sessions, and the pod that asked goes on:
+// the null was a nil session, and the listing's look-up, in a goroutine
+// of its own, read its user and crashed the whole pod (SQLite store, real
+// HTTP servers on loopback).
+func TestPeerNullSessionAnswer_RG5(t *testing.T) {
+	peer := hostilePeer(t, func(path string) []byte {
+		if path == federation.LoadsPath {
+			return []byte(`{"pod":"pod2","site":"s","generation":1,"pools":[{"hostPool":"office","found":true,"hosts":1,"hasCapacity":true}]}`)
+		}
+		return []byte(`{"sessions":[null]}`)
+	}, true)
+	st, err := store.Open(t.Context(), "", t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	secret := []byte(testFedSecret)
+	srv := testserver.New(testserver.Config{Store: st, AdminToken: adminToken, Pod: "pod1", Site: "s",
+		Peers: vhttp.NewPodClient("pod1", secret), FederationSecret: secret})
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() { ts.Close(); srv.Close() })
+	admin := vhttp.NewClient(ts.URL, adminToken)
+	doc := &vdibroker.Federation{Generation: 1, Sites: []vdibroker.Site{{Name: "s"}},
+		Pods: []vdibroker.Pod{{Name: "pod1", Site: "s", URL: ts.URL}, {Name: "pod2", Site: "s", URL: peer.URL}},
+		GlobalEntitlements: []vdibroker.GlobalEntitlement{{Name: "office", AllUsers: true,
+			Members: []vdibroker.Member{{Pod: "pod2", HostPool: "office"}}}}}
+	if _, err := admin.PutFederation(t.Context(), doc); err != nil {
+		t.Fatal(err)
+	}
+	gs, err := admin.GlobalSessions(t.Context(), "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = "not a JSON object"
+	if len(gs.Value) != 0 || !strings.Contains(gs.Unanswered["pod2"], want) {
+		b, _ := json.Marshal(gs)
+		t.Errorf("alice's sessions %s: want none, pod2 unanswered saying %q", b, want)
 	}
 }
