@@ -859,14 +859,20 @@ func (c *PodClient) Lookup(ctx context.Context, pod vdibroker.Pod, req vdibroker
 // A pod whose router does not know the call (an older version: 405, or
 // its 404 for a path it has no API at, not the call's own 404 for a
 // session it does not hold) is PodUnavailable, saying so: "no such
-// session" would tell a helpdesk the session is gone.
+// session" would tell a helpdesk the session is gone. A pod's refusal
+// carries its Retry-After (retryAfter): a pod takes
+// PodSessionCommandsPerPod a minute from one pod.
 func (c *PodClient) SessionCommand(ctx context.Context, pod vdibroker.Pod, req vdibroker.PodSessionCommandRequest) (*vdibroker.Command, error) {
 	var out vdibroker.Command
-	status, err := c.call(ctx, pod, "POST", federation.SessionCommandPath, req, &out, oneAnswer)
+	status, h, err := c.callHeader(ctx, pod, "POST", federation.SessionCommandPath, req, &out, oneAnswer)
 	if err != nil && (status == nethttp.StatusMethodNotAllowed ||
 		status == nethttp.StatusNotFound && strings.HasPrefix(vdibroker.ErrorMessage(err), noAPIAt)) {
 		return nil, vdibroker.Errorf(vdibroker.EPodUnavailable, "pod %s runs an older vdibroker, which cannot log off or disconnect its sessions for another pod "+
 			"(HTTP %d to %s): use that pod's console or portal, or upgrade it", pod.Name, status, federation.SessionCommandPath)
+	}
+	var e *vdibroker.Error
+	if errors.As(err, &e) && e.Code != vdibroker.EInternal { // a vdibroker pod's answer (decodeOpaqueErrorAnswer)
+		e.RetryAfter = retryAfter(h.Get("Retry-After"))
 	}
 	return resultOrNil(&out, err)
 }

@@ -1,6 +1,7 @@
 package http_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -52,6 +53,24 @@ func TestPodSessionCommandsBounded_RG5(t *testing.T) {
 	// address are counted, one written at most (RecordRefusal).
 	if got := audited(); got < vhttp.PodSessionCommandsPerPod || got > vhttp.PodSessionCommandsPerPod+1 {
 		t.Errorf("%d usersession.disconnect entries after %d disconnects and 20 refused, want %d or one more", got, vhttp.PodSessionCommandsPerPod, vhttp.PodSessionCommandsPerPod)
+	}
+	// Through pod0's own API, what pod1 refuses pod0 is said with pod1's
+	// Retry-After, 503 PodUnavailable: an administrator reads pod1's
+	// bound, an end user is not sent to an administrator for it (it is
+	// all of pod0's users' bound, not hers), and both know when to try
+	// again.
+	near := envs[0]
+	path := "/api/v1/users/alice/globalsessions/pod1/" + id + "/disconnect"
+	for _, tc := range []struct{ who, token, want, not string }{
+		{"the admin", adminToken, "faster than 600 a minute", ""},
+		{"alice", near.userToken("alice", nil), "takes no more logoffs and disconnects from this pod for now", "administrator"},
+	} {
+		res, ve, raw := rawDoAt(t, near.urls[0], "POST", path, tc.token, "{}")
+		if res.StatusCode != 503 || ve == nil || ve.Code != vdibroker.EPodUnavailable || res.Header.Get("Retry-After") != "1" ||
+			!strings.Contains(ve.Message, tc.want) || tc.not != "" && strings.Contains(ve.Message, tc.not) {
+			t.Errorf("%s's disconnect through pod0 while pod1 refuses pod0: %d Retry-After %q %s; want 503 PodUnavailable, Retry-After 1, saying %q",
+				tc.who, res.StatusCode, res.Header.Get("Retry-After"), raw, tc.want)
+		}
 	}
 	if err := disconnect("pod2"); err != nil {
 		t.Errorf("pod2's disconnect while pod0 is refused: %v", err)
