@@ -46,6 +46,9 @@ type Client struct {
 	// reported by its status alone, never its body (a pod's peer may be
 	// any server, R-SEC).
 	opaque bool
+	// answer, when its bytes are set, bounds every answer (a peer pod's,
+	// podAnswer): one over it is an error, never decoded.
+	answer answerBound
 }
 
 // NewClient returns a client of the broker at baseURL using token.
@@ -521,7 +524,12 @@ func (c *Client) doHeader(ctx context.Context, method, path string, q url.Values
 		return 0, nil, err
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	var data []byte
+	if c.answer.bytes > 0 {
+		data, err = c.answer.read(resp)
+	} else {
+		data, err = io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	}
 	if err != nil {
 		return resp.StatusCode, resp.Header, fmt.Errorf("%s %s: read answer: %w", method, path, err)
 	}
@@ -532,6 +540,9 @@ func (c *Client) doHeader(ctx context.Context, method, path string, q url.Values
 		return resp.StatusCode, resp.Header, decodeErrorAnswer(resp, data)
 	}
 	if out != nil && len(data) > 0 && resp.StatusCode != nethttp.StatusNoContent {
+		if err := c.answer.checkObjects(data); err != nil {
+			return resp.StatusCode, resp.Header, fmt.Errorf("%s %s: %w", method, path, err)
+		}
 		if err := json.Unmarshal(data, out); err != nil {
 			return resp.StatusCode, resp.Header, fmt.Errorf("%s %s: decode answer: %w", method, path, err)
 		}

@@ -414,8 +414,18 @@ func (s *Server) podRegister(w nethttp.ResponseWriter, r *nethttp.Request, fed *
 // the store before it is done (podRecord): a replay changes nothing. Its
 // audit entry is this pod's own API's (usersession.logoff or
 // usersession.disconnect, the session as target), its principal the
-// calling pod (its verified name) acting for the user.
+// calling pod (its verified name) acting for the user. A pod asks for at
+// most PodSessionCommandsPerPod a minute.
 func (s *Server) podSessionCommand(w nethttp.ResponseWriter, r *nethttp.Request, fed *federationState, pod string, body []byte) error {
+	// Spent by the pod the signature proved, before the body is decoded:
+	// each is an audit entry, a command asked again too (R-SEC).
+	if !s.podCommands.Spend(pod, s.now()) {
+		if ev := vdibroker.AuditFrom(r.Context()); ev != nil {
+			ev.Principal = vdibroker.AuditPrincipal{Kind: vdibroker.PrincipalPod, ID: pod}
+			ev.Bound()
+		}
+		return throttled("pod "+pod+" logs off or disconnects sessions here faster than "+strconv.Itoa(PodSessionCommandsPerPod)+" a minute", PodSessionCommandsPerPod/60.0)
+	}
 	var req vdibroker.PodSessionCommandRequest
 	if err := decodeStrict(bytes.NewReader(body), &req); err != nil {
 		return err
@@ -591,14 +601,156 @@ func (c *PodClient) Restrict(policy *federation.PeerPolicy) {
 	}
 }
 
-func (c *PodClient) call(ctx context.Context, pod vdibroker.Pod, method, path string, body, out any) (int, error) {
-	status, _, err := c.callHeader(ctx, pod, method, path, body, out)
+// answerBound bounds a peer's answer to a pod-to-pod call before it is
+// decoded (R-G5, R-SEC): a pod compromised, or whatever answers at its
+// URL, chooses it, and decoding takes far more memory than an answer
+// holds: a list of empty objects (`[{},{},...]`) is a struct of up to
+// 200 bytes for each 3 of the answer, so the 64 MiB the client read
+// before took some 5 GB, and a pod asks every peer at once. An answer of
+// more bytes than bytes, or of more JSON objects than objects (0: not
+// counted, for an answer of one object with no list of them), is the
+// call's failure: it is neither decoded nor a refusal of the peer, which
+// is passed over as if it had not answered. Counting objects bounds the
+// lists of objects only with their elements taken as objects alone
+// (object): the answers' lists of other values hold numbers and strings
+// (a pool's load indexes, an entitlement's users), a few times their
+// size in memory at most.
+type answerBound struct {
+	bytes   int64
+	objects int
+}
+
+// The bounds of each call's answer (answerBound), each far above what a
+// vdibroker pod answers.
+var (
+	// A PoolFacts per member pool of the peer, at most
+	// federation.MaxDocumentMembers in a valid document, with its farm
+	// hosts' load indexes (8 MiB holds 10,000 pools and a million
+	// hosts').
+	loadsAnswer = answerBound{bytes: 8 << 20, objects: 1 + federation.MaxDocumentMembers}
+	// The open sessions of the users asked (at most
+	// vdibroker.MaxPodSessionUsers) in the pools asked (at most
+	// vdibroker.MaxPodSessionPools), some hundreds of bytes each.
+	sessionsAnswer = answerBound{bytes: 8 << 20, objects: 1 << 16}
+	// The pods holding one user's entries and the pods the directory
+	// vouches for, at most federation.MaxPods of 64 characters each.
+	lookupAnswer = answerBound{bytes: 256 << 10}
+	// A connect's answer (its .rdp file's custom properties at most
+	// vdibroker.MaxCustomRdpPropertyLen), a queued command, a refusal.
+	oneAnswer = answerBound{bytes: 1 << 20}
+	// The document the peer stored, which it took in a body of at most
+	// maxBodyBytes.
+	documentAnswer = answerBound{bytes: 2 * maxBodyBytes, objects: 1 << 16}
+)
+
+// read reads resp's body within b.bytes: a body longer is an error,
+// refused before it is read when its Content-Length says so.
+func (b answerBound) read(resp *nethttp.Response) ([]byte, error) {
+	if resp.ContentLength > b.bytes {
+		return nil, fmt.Errorf("an answer of more than %d bytes, this call's bound: not a vdibroker answer", b.bytes)
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, b.bytes+1))
+	if err == nil && int64(len(data)) > b.bytes {
+		err = fmt.Errorf("an answer of more than %d bytes, this call's bound: not a vdibroker answer", b.bytes)
+	}
+	return data, err
+}
+
+// checkObjects refuses data of more JSON objects than b.objects (none
+// set: any).
+func (b answerBound) checkObjects(data []byte) error {
+	if b.objects > 0 && jsonObjects(data, b.objects) > b.objects {
+		return fmt.Errorf("an answer of more than %d JSON objects, this call's bound: not a vdibroker answer", b.objects)
+	}
+	return nil
+}
+
+// jsonObjects counts the objects of the JSON text data (its '{' outside
+// strings), up to max+1: exact for valid JSON, which is all that is
+// decoded after it.
+func jsonObjects(data []byte, max int) int {
+	n, inString := 0, false
+	for i := 0; i < len(data) && n <= max; i++ {
+		switch c := data[i]; {
+		case inString && c == '\\':
+			i++ // what it escapes, a quote or a backslash too
+		case c == '"':
+			inString = !inString
+		case c == '{' && !inString:
+			n++
+		}
+	}
+	return n
+}
+
+// object is an element of a list of objects in a peer's answer (R-G5,
+// R-SEC), decoded only when it is a JSON object: anything else (a number,
+// null, a list, a string) fails the whole answer at once. encoding/json
+// grows a list by one element for each value it meets, of whatever kind,
+// and goes on past one of the wrong kind: `[0,0,...]` for a peer's pools,
+// no object among them for jsonObjects to count, grew a list of 4
+// million pools' facts from 8 MiB (some 3 GB allocated), and a null
+// among a user's sessions was a nil session, which crashed the pod that
+// asked.
+type object[T any] struct{ v T }
+
+func (o *object[T]) UnmarshalJSON(b []byte) error {
+	if len(b) == 0 || b[0] != '{' {
+		return errNotObject
+	}
+	return json.Unmarshal(b, &o.v)
+}
+
+var errNotObject = errors.New("a list element that is not a JSON object: not a vdibroker answer")
+
+// objects are the values of list (nil for nil).
+func objects[T any](list []object[T]) []T {
+	if list == nil {
+		return nil
+	}
+	out := make([]T, len(list))
+	for i := range list {
+		out[i] = list[i].v
+	}
+	return out
+}
+
+// documentAnswerWire is a peer's answer of a document (PutDocument), its
+// lists of objects decoded as objects only.
+type documentAnswerWire struct {
+	vdibroker.Federation
+	Sites              []object[vdibroker.Site]     `json:"sites"`
+	Pods               []object[vdibroker.Pod]      `json:"pods"`
+	GlobalEntitlements []object[entitlementWire]    `json:"globalEntitlements"`
+	HomeSites          []object[vdibroker.HomeSite] `json:"homeSites"`
+}
+
+type entitlementWire struct {
+	vdibroker.GlobalEntitlement
+	Members []object[vdibroker.Member] `json:"members"`
+}
+
+func (a *documentAnswerWire) document() vdibroker.Federation {
+	f := a.Federation
+	f.Sites, f.Pods, f.HomeSites = objects(a.Sites), objects(a.Pods), objects(a.HomeSites)
+	if a.GlobalEntitlements != nil {
+		f.GlobalEntitlements = make([]vdibroker.GlobalEntitlement, len(a.GlobalEntitlements))
+		for i, e := range a.GlobalEntitlements {
+			f.GlobalEntitlements[i] = e.v.GlobalEntitlement
+			f.GlobalEntitlements[i].Members = objects(e.v.Members)
+		}
+	}
+	return f
+}
+
+func (c *PodClient) call(ctx context.Context, pod vdibroker.Pod, method, path string, body, out any, b answerBound) (int, error) {
+	status, _, err := c.callHeader(ctx, pod, method, path, body, out, b)
 	return status, err
 }
 
 // callHeader is call that returns the answer's headers too (a refusal's
-// Retry-After).
-func (c *PodClient) callHeader(ctx context.Context, pod vdibroker.Pod, method, path string, body, out any) (int, nethttp.Header, error) {
+// Retry-After). The answer is bounded by b.
+func (c *PodClient) callHeader(ctx context.Context, pod vdibroker.Pod, method, path string, body, out any, b answerBound) (int, nethttp.Header, error) {
 	if c.policy != nil {
 		if err := c.policy.CheckURL(pod.URL); err != nil {
 			return 0, nil, fmt.Errorf("pod %s's URL %w", pod.Name, err)
@@ -630,24 +782,38 @@ func (c *PodClient) callHeader(ctx context.Context, pod vdibroker.Pod, method, p
 	if id := vdibroker.RequestIDFrom(ctx); id != "" {
 		h.Set("X-Request-Id", id)
 	}
-	cl := &Client{BaseURL: pod.URL, HTTPClient: c.HTTPClient, opaque: true}
+	cl := &Client{BaseURL: pod.URL, HTTPClient: c.HTTPClient, opaque: true, answer: b}
 	return cl.doHeader(ctx, method, path, nil, send, out, h)
 }
 
 // Loads asks pod for its member pools' facts.
 func (c *PodClient) Loads(ctx context.Context, pod vdibroker.Pod) (*vdibroker.PodLoads, error) {
-	var out vdibroker.PodLoads
-	_, err := c.call(ctx, pod, "GET", federation.LoadsPath, nil, &out)
+	var a struct {
+		vdibroker.PodLoads
+		Pools []object[vdibroker.PoolFacts] `json:"pools"`
+	}
+	_, err := c.call(ctx, pod, "GET", federation.LoadsPath, nil, &a, loadsAnswer)
+	out := a.PodLoads
+	out.Pools = objects(a.Pools)
 	return resultOrNil(&out, err)
 }
 
 // Sessions asks pod for the user's open sessions in its pools.
 func (c *PodClient) Sessions(ctx context.Context, pod vdibroker.Pod, req vdibroker.PodSessionsRequest) ([]*vdibroker.UserSession, error) {
-	var out vdibroker.PodSessions
-	if _, err := c.call(ctx, pod, "POST", federation.SessionsPath, req, &out); err != nil {
+	var a struct {
+		Sessions []object[vdibroker.UserSession] `json:"sessions"`
+	}
+	if _, err := c.call(ctx, pod, "POST", federation.SessionsPath, req, &a, sessionsAnswer); err != nil {
 		return nil, err
 	}
-	return out.Sessions, nil
+	if a.Sessions == nil {
+		return nil, nil
+	}
+	out := make([]*vdibroker.UserSession, len(a.Sessions))
+	for i := range a.Sessions {
+		out[i] = &a.Sessions[i].v
+	}
+	return out, nil
 }
 
 // Connect asks pod to connect the user into one of its member pools. A
@@ -656,7 +822,7 @@ func (c *PodClient) Sessions(ctx context.Context, pod vdibroker.Pod, req vdibrok
 // only there, and the global decision repeats it (R-G1).
 func (c *PodClient) Connect(ctx context.Context, pod vdibroker.Pod, req vdibroker.PodConnectRequest) (*vdibroker.ConnectAnswer, error) {
 	var out vdibroker.ConnectAnswer
-	status, h, err := c.callHeader(ctx, pod, "POST", federation.ConnectPath, req, &out.ConnectResponse)
+	status, h, err := c.callHeader(ctx, pod, "POST", federation.ConnectPath, req, &out.ConnectResponse, oneAnswer)
 	if err != nil {
 		var e *vdibroker.Error
 		if errors.As(err, &e) && e.Code != vdibroker.EInternal && // a vdibroker pod's answer
@@ -674,7 +840,7 @@ func (c *PodClient) Connect(ctx context.Context, pod vdibroker.Pod, req vdibroke
 // A pod whose router does not know the call (404 or 405: an older
 // version) is NotFound, whatever its answer's body.
 func (c *PodClient) Register(ctx context.Context, pod vdibroker.Pod, req vdibroker.PodDirectoryRequest) error {
-	status, err := c.call(ctx, pod, "POST", federation.DirectoryPath, req, nil)
+	status, err := c.call(ctx, pod, "POST", federation.DirectoryPath, req, nil, oneAnswer)
 	if err != nil && (status == nethttp.StatusNotFound || status == nethttp.StatusMethodNotAllowed) {
 		return vdibroker.Errorf(vdibroker.ENotFound, "pod %s keeps no session directory (HTTP %d to %s: an older version?)", pod.Name, status, federation.DirectoryPath)
 	}
@@ -684,7 +850,7 @@ func (c *PodClient) Register(ctx context.Context, pod vdibroker.Pod, req vdibrok
 // Lookup asks directory pod pod where the user has open sessions.
 func (c *PodClient) Lookup(ctx context.Context, pod vdibroker.Pod, req vdibroker.PodLookupRequest) (*vdibroker.PodLookup, error) {
 	var out vdibroker.PodLookup
-	_, err := c.call(ctx, pod, "POST", federation.LookupPath, req, &out)
+	_, err := c.call(ctx, pod, "POST", federation.LookupPath, req, &out, lookupAnswer)
 	return resultOrNil(&out, err)
 }
 
@@ -693,14 +859,20 @@ func (c *PodClient) Lookup(ctx context.Context, pod vdibroker.Pod, req vdibroker
 // A pod whose router does not know the call (an older version: 405, or
 // its 404 for a path it has no API at, not the call's own 404 for a
 // session it does not hold) is PodUnavailable, saying so: "no such
-// session" would tell a helpdesk the session is gone.
+// session" would tell a helpdesk the session is gone. A pod's refusal
+// carries its Retry-After (retryAfter): a pod takes
+// PodSessionCommandsPerPod a minute from one pod.
 func (c *PodClient) SessionCommand(ctx context.Context, pod vdibroker.Pod, req vdibroker.PodSessionCommandRequest) (*vdibroker.Command, error) {
 	var out vdibroker.Command
-	status, err := c.call(ctx, pod, "POST", federation.SessionCommandPath, req, &out)
+	status, h, err := c.callHeader(ctx, pod, "POST", federation.SessionCommandPath, req, &out, oneAnswer)
 	if err != nil && (status == nethttp.StatusMethodNotAllowed ||
 		status == nethttp.StatusNotFound && strings.HasPrefix(vdibroker.ErrorMessage(err), noAPIAt)) {
 		return nil, vdibroker.Errorf(vdibroker.EPodUnavailable, "pod %s runs an older vdibroker, which cannot log off or disconnect its sessions for another pod "+
 			"(HTTP %d to %s): use that pod's console or portal, or upgrade it", pod.Name, status, federation.SessionCommandPath)
+	}
+	var e *vdibroker.Error
+	if errors.As(err, &e) && e.Code != vdibroker.EInternal { // a vdibroker pod's answer (decodeOpaqueErrorAnswer)
+		e.RetryAfter = retryAfter(h.Get("Retry-After"))
 	}
 	return resultOrNil(&out, err)
 }
@@ -713,8 +885,9 @@ func (c *PodClient) SessionCommand(ctx context.Context, pod vdibroker.Pod, req v
 // (retryAfter): a pod takes PodDocumentsPerPod writes a minute from
 // one pod, and the console says when to send again.
 func (c *PodClient) PutDocument(ctx context.Context, pod vdibroker.Pod, req vdibroker.PodDocumentRequest) (*vdibroker.Federation, error) {
-	var out vdibroker.Federation
-	status, h, err := c.callHeader(ctx, pod, "PUT", federation.DocumentPath, req, &out)
+	var a documentAnswerWire
+	status, h, err := c.callHeader(ctx, pod, "PUT", federation.DocumentPath, req, &a, documentAnswer)
+	out := a.document()
 	if err != nil && (status == nethttp.StatusMethodNotAllowed ||
 		status == nethttp.StatusNotFound && strings.HasPrefix(vdibroker.ErrorMessage(err), noAPIAt)) {
 		return nil, vdibroker.Errorf(vdibroker.EPodUnavailable, "pod %s runs an older vdibroker, which takes the federation document from federation apply only "+

@@ -102,3 +102,50 @@ func FuzzRegisterDecode(f *testing.F) {
 		}
 	})
 }
+
+// FuzzJSONObjects fuzzes jsonObjects, which counts the objects of a
+// peer's answer before it is decoded (answerBound): for valid JSON it is
+// the number of objects a decoder meets, up to its max and one.
+func FuzzJSONObjects(f *testing.F) {
+	for _, s := range []string{
+		`{}`,
+		`[{},{},{}]`,
+		// Braces and quotes inside strings are not objects.
+		`{"a":"{","b":"\"{","c":"\\","d":{"e":"}{"}}`,
+		`["{\\\"{", {"x":[{}]}]`,
+		// Escapes of every kind, and non-ASCII text.
+		`{"u":"\u007b\n\t\/é{"}`,
+		`"{"`, `123`, `null`,
+		// Not JSON: counted all the same, refused by the decoder.
+		`{"a":"`, `{{{`, "\x00\xff{",
+	} {
+		f.Add([]byte(s), 3)
+	}
+	f.Fuzz(func(t *testing.T, data []byte, max int) {
+		max = max & 0xff
+		got := jsonObjects(data, max)
+		if got > max+1 || got < 0 {
+			t.Fatalf("jsonObjects(%q, %d) = %d, want at most max+1", data, max, got)
+		}
+		if !json.Valid(data) {
+			return
+		}
+		want := 0
+		dec := json.NewDecoder(bytes.NewReader(data))
+		for {
+			tok, err := dec.Token()
+			if err != nil {
+				break
+			}
+			if tok == json.Delim('{') {
+				want++
+			}
+		}
+		if want > max {
+			want = max + 1
+		}
+		if got != want {
+			t.Fatalf("jsonObjects(%q, %d) = %d, want %d", data, max, got, want)
+		}
+	})
+}

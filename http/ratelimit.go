@@ -85,6 +85,15 @@ import (
 //     holder of the federation secret writing document after document
 //     (each a generation higher, a thousand a second within the nonce
 //     budget) filled the audit trail at gigabytes a minute.
+//   - Logoffs and disconnects of this pod's sessions by a peer (POST
+//     /api/v1/pod/sessions/command, R-U3 across the federation) per
+//     calling pod (PodSessionCommandsPerPod a minute, as many at once):
+//     each is an audit entry here, also when it asks again for a
+//     command still queued (R-S4), which changes nothing; the peer
+//     bounds each of its principals, but a holder of the federation
+//     secret signing as a pod asked for the disconnect of one session
+//     over and over, an entry at each call, as fast as the nonce budget
+//     allows (60,000 a minute).
 //   - Access log lines of requests whose caller proved no credential
 //     (refused ones, health probes, the console's pages before sign-in;
 //     RefusedLogLinesPerSecond, burst RefusedLogLineBurst, for the whole
@@ -121,6 +130,11 @@ const (
 	// one peer sends at once, and how many a minute: a peer's console
 	// sends one per change an administrator saves there.
 	PodDocumentsPerPod = 30
+	// PodSessionCommandsPerPod is how many logoffs and disconnects of
+	// this pod's sessions one peer asks for at once, and how many a
+	// minute: ten times a principal's GlobalSessionCommandsPerPrincipal
+	// at the peer, whose end users ask for their own.
+	PodSessionCommandsPerPod = 600
 	// ReKeysPerHost is how many re-keys of one host (a registration with
 	// its current credential) are taken at once, and how many a minute.
 	ReKeysPerHost = 3

@@ -107,6 +107,9 @@ type Server struct {
 	// podDocuments bounds the peers' writes of the federation document
 	// per calling pod (PodDocumentsPerPod).
 	podDocuments *ratelimit.Keyed
+	// podCommands bounds the peers' logoffs and disconnects of this
+	// pod's sessions per calling pod (PodSessionCommandsPerPod).
+	podCommands *ratelimit.Keyed
 	// reKeys bounds the re-keys of a host (ReKeysPerHost), by pool and
 	// host name.
 	reKeys *ratelimit.Keyed
@@ -140,6 +143,7 @@ func NewServer(cfg Config) *Server {
 		globalCommands: ratelimit.New(GlobalSessionCommandsPerPrincipal/60.0, GlobalSessionCommandsPerPrincipal),
 		globalLists:    ratelimit.New(GlobalSessionListsPerPrincipal/60.0, GlobalSessionListsPerPrincipal),
 		podDocuments:   ratelimit.New(PodDocumentsPerPod/60.0, PodDocumentsPerPod),
+		podCommands:    ratelimit.New(PodSessionCommandsPerPod/60.0, PodSessionCommandsPerPod),
 		reKeys:         ratelimit.New(ReKeysPerHost/60.0, ReKeysPerHost),
 		newHosts:       ratelimit.New(NewHostsPerTokenPerMinute/60.0, NewHostsPerTokenBurst),
 		refusedLines:   newLineBudget(RefusedLogLinesPerSecond, RefusedLogLineBurst),

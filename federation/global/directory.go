@@ -431,6 +431,18 @@ func (g *Service) startRegister(ctx context.Context, doc *vdibroker.Federation, 
 	}
 }
 
+// forgetRemoved drops when the pods doc does not list last took a
+// registration (Service.forgetRemoved).
+func (d *directory) forgetRemoved(doc *vdibroker.Federation) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for name := range d.took {
+		if doc.Pod(name) == nil {
+			delete(d.took, name)
+		}
+	}
+}
+
 // markSent records user (folded) registered at their directory pod at
 // now, for a session made here (a look-up registered it): the passes
 // within directorySentFor do not send it again (unsent).

@@ -192,9 +192,34 @@ func (g *Service) Document(ctx context.Context) (*vdibroker.Federation, error) {
 		return nil, err
 	}
 	g.mu.Lock()
+	forget := g.doc == nil || g.doc.Generation != doc.Generation
+	if forget {
+		g.forgetRemoved(doc)
+	}
 	g.doc, g.docAt = doc, g.clock.Now()
 	g.mu.Unlock()
+	if forget {
+		g.dir.forgetRemoved(doc)
+	}
 	return doc, nil
+}
+
+// forgetRemoved drops what this pod keeps of the pods doc does not list
+// (their load summaries, their health): kept by name, they would
+// otherwise grow with every name a document ever listed, and a holder of
+// the federation secret writes a document of 200 new names at every
+// generation (R-SEC). g.mu is held.
+func (g *Service) forgetRemoved(doc *vdibroker.Federation) {
+	for name := range g.loads {
+		if name != g.cfg.Pod && doc.Pod(name) == nil {
+			delete(g.loads, name)
+		}
+	}
+	for name := range g.peers {
+		if doc.Pod(name) == nil {
+			delete(g.peers, name)
+		}
+	}
 }
 
 // Status returns the document with each peer's health and generation,

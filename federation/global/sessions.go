@@ -321,6 +321,16 @@ func (g *Service) GlobalSessionCommand(ctx context.Context, user, pod, id, comma
 		switch answered.Code {
 		case vdibroker.ENotFound, vdibroker.EConflict, vdibroker.EInvalid:
 			return nil, err // about the session: the caller's to read
+		case vdibroker.ETooManyRequests:
+			// The pod takes so many a minute from this pod, for all of
+			// its users (not this caller's own bound): when to try again
+			// is its Retry-After, passed on, and an end user is not sent
+			// to an administrator for it.
+			msg := "pod " + pod + " refused: " + answered.Error()
+			if me.EndUser() {
+				msg = "pod " + pod + " takes no more logoffs and disconnects from this pod for now: end the session from within it"
+			}
+			return nil, &vdibroker.Error{Code: vdibroker.EPodUnavailable, Message: msg, RetryAfter: answered.RetryAfter}
 		}
 		// The pod refused this pod (its signature, its document) or
 		// could not do it now: not the caller's credential, which a
