@@ -2,16 +2,13 @@ package http_test
 
 import (
 	"context"
-	"database/sql"
 	"net/http/httptest"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/vdibroker/vdibroker"
 	vhttp "github.com/vdibroker/vdibroker/http"
 	"github.com/vdibroker/vdibroker/internal/testserver"
-	"github.com/vdibroker/vdibroker/store"
 )
 
 // TestNewHostsRefundedWhenNotWritten_RSEC (R-SEC): a registration the
@@ -22,25 +19,9 @@ import (
 // of the burst, so a store failing during a rollout drained the token's
 // new hosts with no host made, leaving the agents waiting at 60 a minute.
 func TestNewHostsRefundedWhenNotWritten_RSEC(t *testing.T) {
-	dir := t.TempDir()
-	st, err := store.Open(t.Context(), "", dir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	raw, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "vdibroker.db")+"?_pragma=busy_timeout(10000)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { raw.Close() })
-	exec := func(q string) {
-		t.Helper()
-		if _, err := raw.ExecContext(t.Context(), q); err != nil {
-			t.Fatal(err)
-		}
-	}
+	st := openRawStore(t, "")
 	now := time.Now().Truncate(time.Second) // frozen: the bucket does not refill
-	srv := testserver.New(testserver.Config{Store: st, AdminToken: adminToken, Now: func() time.Time { return now }})
+	srv := testserver.New(testserver.Config{Store: st.Store, AdminToken: adminToken, Now: func() time.Time { return now }})
 	const burst = 2
 	vhttp.BoundNewHosts(srv.Server, burst)
 	ts := httptest.NewServer(srv.Handler())
@@ -60,13 +41,13 @@ func TestNewHostsRefundedWhenNotWritten_RSEC(t *testing.T) {
 	}
 
 	// The database refuses new hosts' rows, after the admission.
-	exec(`CREATE TRIGGER host_fails BEFORE INSERT ON session_hosts BEGIN SELECT RAISE(ABORT, 'disk full'); END`)
+	st.exec(`CREATE TRIGGER host_fails BEFORE INSERT ON session_hosts BEGIN SELECT RAISE(ABORT, 'disk full'); END`)
 	for i := range 3 * burst {
 		if err := register("failed-" + string(rune('a'+i))); err == nil || vdibroker.ErrorCode(err) == vdibroker.ETooManyRequests {
 			t.Fatalf("registration %d while the store refuses the host's row: %v, want the store's failure, not a success nor 429", i, err)
 		}
 	}
-	exec(`DROP TRIGGER host_fails`)
+	st.exec(`DROP TRIGGER host_fails`)
 
 	// The whole burst is still there.
 	for i := range burst {
