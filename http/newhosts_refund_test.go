@@ -12,10 +12,10 @@ import (
 )
 
 // TestNewHostsRefundedWhenNotWritten_RSEC (R-SEC): a registration the
-// store fails after it admitted the new host (the database refuses the
-// host's row: a disk full, a write that timed out) made no host, and
-// spends none of its token's new hosts: once the store writes again the
-// token registers as many as before. Before, each such failure took one
+// store fails after it admitted the new host (the database refuses what
+// its transaction writes after that: a disk full, a write that timed
+// out) made no host, and spends none of its token's new hosts: once the
+// store writes again the token registers as many as before. Before, each such failure took one
 // of the burst, so a store failing during a rollout drained the token's
 // new hosts with no host made, leaving the agents waiting at 60 a minute.
 func TestNewHostsRefundedWhenNotWritten_RSEC(t *testing.T) {
@@ -40,8 +40,10 @@ func TestNewHostsRefundedWhenNotWritten_RSEC(t *testing.T) {
 		return err
 	}
 
-	// The database refuses new hosts' rows, after the admission.
-	st.exec(`CREATE TRIGGER host_fails BEFORE INSERT ON session_hosts BEGIN SELECT RAISE(ABORT, 'disk full'); END`)
+	// The database refuses what a registration writes after its
+	// admission: its audit entry, in its transaction.
+	st.exec(`CREATE TRIGGER host_fails BEFORE INSERT ON audit_log WHEN NEW.action = 'sessionhost.register' AND NEW.outcome <> 'refused'
+		BEGIN SELECT RAISE(ABORT, 'disk full'); END`)
 	for i := range 3 * burst {
 		if err := register("failed-" + string(rune('a'+i))); err == nil || vdibroker.ErrorCode(err) == vdibroker.ETooManyRequests {
 			t.Fatalf("registration %d while the store refuses the host's row: %v, want the store's failure, not a success nor 429", i, err)

@@ -248,13 +248,6 @@ func (s *DB) RegisterHost(ctx context.Context, tokenHash string, req *vdibroker.
 			if n == 0 {
 				return vdibroker.Errorf(vdibroker.EPermission, "registration token %s has registered its %s (maxHosts); issue a new one", tokenID, vdibroker.Plural(maxHosts, "host"))
 			}
-			// Last of the checks, so a refusal above says why before a
-			// rate does; its error rolls the count back (R-SEC).
-			if req.AdmitNewHost != nil {
-				if err := req.AdmitNewHost(tokenID); err != nil {
-					return err
-				}
-			}
 			if _, err := t.exec(ctx, `DELETE FROM deleted_hosts WHERE host_pool = ? AND `+hostNameKeySQL+` = ?`, pool, vdibroker.HostNameKey(req.HostName)); err != nil {
 				return err
 			}
@@ -276,6 +269,16 @@ func (s *DB) RegisterHost(ctx context.Context, tokenHash string, req *vdibroker.
 				list(nil), jsonText(h.Policy), ns(now), credentialHash, h.RemoteApps)
 			if err == nil {
 				err = t.insertCounts(ctx, pool, req.HostName, true)
+			}
+			if err == nil && req.AdmitNewHost != nil {
+				// Last, once the host's row is in: a refusal above says
+				// why before a rate does, and a registration that loses
+				// the name to another at once (PostgreSQL: its insert
+				// waits for the other's commit, then fails on the unique
+				// name and runs again as a re-key or refused) spends
+				// none of its token's new hosts, not even while it waits
+				// (R-SEC). Its error rolls the host and the count back.
+				err = req.AdmitNewHost(tokenID)
 			}
 		case err != nil:
 			return err
