@@ -298,6 +298,13 @@ type Store interface {
 	// host it would create is first admitted by req.AdmitNewHost, when
 	// set, whose error refuses the registration.
 	RegisterHost(ctx context.Context, tokenHash string, req *RegisterRequest, credentialHash string, now time.Time) (*SessionHost, error)
+	// RegistrationCreatesHost reads, opening no write transaction,
+	// whether RegisterHost would now create the host req names with the
+	// token of tokenHash, asking req.AdmitNewHost (not asked here): the
+	// token's id and pool when it would, "" when it would re-key or claim
+	// a host or refuse the registration. A read's answer, which a
+	// concurrent write may change: RegisterHost decides (R-SEC).
+	RegistrationCreatesHost(ctx context.Context, tokenHash string, req *RegisterRequest, now time.Time) (tokenID, pool string, err error)
 	// HostByCredential finds the host a credential hash belongs to
 	// (Unauthenticated when none).
 	HostByCredential(ctx context.Context, credentialHash string) (*SessionHost, error)
