@@ -12,7 +12,8 @@ import (
 // RegistrationCreatesHost, which the server asks before it refuses a
 // new host of a token whose new hosts are spent, answers a token's id
 // and pool exactly when RegisterHost, run after it, asks AdmitNewHost:
-// a new name of a valid token under its maxHosts. A registration that
+// a new name of a valid token under its maxHosts, a name free again
+// (deleted before the token was issued) too. A registration that
 // RegisterHost refuses for another reason (the token unknown, expired,
 // for another host, at its maxHosts; the name registered, a twin of a
 // registered one, deleted after the token was issued) or that re-keys or
@@ -47,6 +48,13 @@ func TestRegistrationCreatesHostAsRegisterHost_RSEC(t *testing.T) {
 			t.Fatal(err)
 		}
 		mustHost(t, s, "p", "made-01")
+		// A token issued after gone-01's delete (the store's clock):
+		// the name is free again for it.
+		issued := time.Now().Add(time.Hour)
+		afterDelete := &vdibroker.RegistrationToken{HostPool: "p", Hash: "rt-after", CreateTime: issued, ExpireTime: issued.Add(time.Hour)}
+		if err := s.CreateRegistrationToken(ctx, afterDelete); err != nil {
+			t.Fatal(err)
+		}
 
 		for _, c := range []struct {
 			what, hash string
@@ -63,6 +71,8 @@ func TestRegistrationCreatesHostAsRegisterHost_RSEC(t *testing.T) {
 			{"a registered name", "rt", vdibroker.RegisterRequest{HostName: "reg-01"}, t0, ""},
 			{"a twin of a registered name", "rt", vdibroker.RegisterRequest{HostName: "REG-01"}, t0, ""},
 			{"a name deleted after the token was issued", "rt", vdibroker.RegisterRequest{HostName: "gone-01"}, t0, ""},
+			{"a name deleted before the token was issued", "rt-after", vdibroker.RegisterRequest{HostName: "gone-01"}, issued, afterDelete.ID},
+			{"a twin of a name deleted before the token was issued", "rt-after", vdibroker.RegisterRequest{HostName: "GONE-01."}, issued, afterDelete.ID},
 			// Last, as RegisterHost takes them: they are not refused.
 			{"a re-key", "rt", vdibroker.RegisterRequest{HostName: "reg-01", CurrentCredentialHash: "cred-reg"}, t0, ""},
 			{"the claim of a host an admin made", "rt", vdibroker.RegisterRequest{HostName: "made-01"}, t0, ""},
