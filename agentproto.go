@@ -101,7 +101,9 @@ type RegisterRequest struct {
 	// host (a name new to the token's pool, within the token's
 	// maxHosts), with the token's id; an error refuses the registration
 	// and nothing is written (R-SEC: the new hosts a token registers are
-	// bounded by rate). A retried transaction may ask it again. A
+	// bounded by rate). It is asked last, once the host's rows are
+	// written, so a registration that loses the name to a concurrent
+	// writer is not asked. A retried transaction may ask it again. A
 	// re-key, a claim of a host an admin created and a registration
 	// after an admin's reset create no host and never ask it.
 	AdmitNewHost func(tokenID string) error `json:"-"`

@@ -87,6 +87,10 @@ type HostService interface {
 	// (shown only in this answer). An unknown or expired token is
 	// Unauthenticated.
 	RegisterHost(ctx context.Context, req *RegisterRequest) (*RegisterResponse, error)
+	// RegistrationCreatesHost reads, writing nothing, whether
+	// RegisterHost would now create the host req names: its token's id
+	// and pool when it would, "" when not (Store.RegistrationCreatesHost).
+	RegistrationCreatesHost(ctx context.Context, req *RegisterRequest) (tokenID, pool string, err error)
 	// HostByCredential returns the host a credential's hash belongs to
 	// (Unauthenticated when none).
 	HostByCredential(ctx context.Context, credentialHash string) (*SessionHost, error)

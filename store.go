@@ -295,9 +295,18 @@ type Store interface {
 	// current credential or its registration was reset (else Conflict: a
 	// token cannot take over a registered host), and returns the host. A
 	// host deleted after the token was issued is refused (Conflict). A
-	// host it would create is first admitted by req.AdmitNewHost, when
-	// set, whose error refuses the registration.
+	// host it would create is admitted by req.AdmitNewHost, when set,
+	// last in the transaction, once the host's rows are written (one
+	// that loses its name to a concurrent writer is not asked); its
+	// error refuses the registration, rolling them back.
 	RegisterHost(ctx context.Context, tokenHash string, req *RegisterRequest, credentialHash string, now time.Time) (*SessionHost, error)
+	// RegistrationCreatesHost reads, opening no write transaction,
+	// whether RegisterHost would now create the host req names with the
+	// token of tokenHash, asking req.AdmitNewHost (not asked here): the
+	// token's id and pool when it would, "" when it would re-key or claim
+	// a host or refuse the registration. A read's answer, which a
+	// concurrent write may change: RegisterHost decides (R-SEC).
+	RegistrationCreatesHost(ctx context.Context, tokenHash string, req *RegisterRequest, now time.Time) (tokenID, pool string, err error)
 	// HostByCredential finds the host a credential hash belongs to
 	// (Unauthenticated when none).
 	HostByCredential(ctx context.Context, credentialHash string) (*SessionHost, error)

@@ -272,6 +272,12 @@ func (s *Service) RegisterHost(ctx context.Context, req *vdibroker.RegisterReque
 	return &vdibroker.RegisterResponse{HostPool: h.HostPool, HostName: h.Name, Credential: cred}, nil
 }
 
+// RegistrationCreatesHost implements vdibroker.HostService: a read of the
+// store, no write transaction.
+func (s *Service) RegistrationCreatesHost(ctx context.Context, req *vdibroker.RegisterRequest) (tokenID, pool string, err error) {
+	return s.store.RegistrationCreatesHost(ctx, vdibroker.HashSecret(req.Token), req, s.now().UTC())
+}
+
 // ResetRegistration revokes a host's credential and lets the next
 // registration of its name take the host (an admin replacing the machine).
 func (s *Service) ResetRegistration(ctx context.Context, pool, host string) error {

@@ -6,6 +6,7 @@ import (
 	nethttp "net/http"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/vdibroker/vdibroker"
 )
@@ -56,7 +57,11 @@ func (s *Server) register(w nethttp.ResponseWriter, r *nethttp.Request) error {
 			return err
 		}
 	}
-	admit, refund := s.newHostAdmission()
+	tokenHash := vdibroker.HashSecret(req.Token)
+	if err := s.refuseSpentNewHost(r, req, tokenHash); err != nil {
+		return err
+	}
+	admit, refund := s.newHostAdmission(tokenHash)
 	req.AdmitNewHost = admit
 	resp, err := s.svc.Hosts.RegisterHost(r.Context(), req)
 	if err != nil {
@@ -92,20 +97,20 @@ func (s *Server) spendReKey(r *nethttp.Request, req *vdibroker.RegisterRequest) 
 // newHostAdmission is a registration's RegisterRequest.AdmitNewHost: the
 // host it would create spends one of its token's new hosts (R-SEC,
 // NewHostsPerTokenBurst, NewHostsPerTokenPerMinute), 429 once they are
-// spent. A transaction the store runs again spends none again. refund,
-// called when the registration failed, gives back what admit spent: a
-// registration the store refused or failed after admitting its host
-// made no host, and spends none.
-func (s *Server) newHostAdmission() (admit func(tokenID string) error, refund func()) {
+// spent, and the token, of tokenHash, is then noted in spentTokens. A
+// transaction the store runs again spends none again. refund, called
+// when the registration failed, gives back what admit spent: a
+// registration the store refused or failed after admitting its host made
+// no host, and spends none.
+func (s *Server) newHostAdmission(tokenHash string) (admit func(tokenID string) error, refund func()) {
 	spent := ""
 	admit = func(tokenID string) error {
 		if spent != "" {
 			return nil
 		}
 		if !s.newHosts.Spend(tokenID, s.now()) {
-			return throttled(fmt.Sprintf("registration token %s registers new session hosts faster than %d at once, then %d a minute "+
-				"(each agent waits and registers again; to bring up more hosts at once, give them more registration tokens)",
-				tokenID, NewHostsPerTokenBurst, NewHostsPerTokenPerMinute), NewHostsPerTokenPerMinute/60.0)
+			s.spentTokens.note(tokenHash, tokenID, func(id string) bool { return s.newHosts.Spent(id, s.now()) })
+			return newHostsThrottled(tokenID)
 		}
 		spent = tokenID
 		return nil
@@ -116,6 +121,93 @@ func (s *Server) newHostAdmission() (admit func(tokenID string) error, refund fu
 		}
 	}
 	return admit, refund
+}
+
+// newHostsThrottled is the 429 of a new host of token tokenID past its
+// token's new hosts.
+func newHostsThrottled(tokenID string) error {
+	return throttled(fmt.Sprintf("registration token %s registers new session hosts faster than %d at once, then %d a minute "+
+		"(each agent waits and registers again; to bring up more hosts at once, give them more registration tokens)",
+		tokenID, NewHostsPerTokenBurst, NewHostsPerTokenPerMinute), NewHostsPerTokenPerMinute/60.0)
+}
+
+// refuseSpentNewHost answers 429, as the store's admission would
+// (newHostAdmission), a registration that would create a host while its
+// token's new hosts are spent, before the store opens a write
+// transaction (R-SEC): a fleet of agents waiting on one token, each
+// registering again at its Retry-After, cost a write transaction each,
+// rolled back, on SQLite's one writer that every connect needs. Only a
+// token the store admitted, valid, and refused for its rate is noted
+// (spentTokens), by its hash, so a made-up token costs nothing here and
+// makes no bucket (the peek makes none). A registration of a noted token
+// whose bucket is still empty is read first, a read and no write
+// transaction (RegistrationCreatesHost): only one that would create a
+// host is refused, so a re-key, the claim of a host an admin created, a
+// registration after a reset, and a refusal for another reason (the
+// token revoked or at its maxHosts, the name taken) go on to the store
+// as before, and answer as before. The store's admission stays the
+// authority: a registration this lets through is admitted or refused
+// there.
+func (s *Server) refuseSpentNewHost(r *nethttp.Request, req *vdibroker.RegisterRequest, tokenHash string) error {
+	id, ok := s.spentTokens.get(tokenHash)
+	if !ok || !s.newHosts.Spent(id, s.now()) {
+		return nil
+	}
+	tokenID, pool, err := s.svc.Hosts.RegistrationCreatesHost(r.Context(), req)
+	if err != nil || tokenID != id || !s.newHosts.Spent(id, s.now()) {
+		return nil // the store decides, as without the read
+	}
+	if ev := vdibroker.AuditFrom(r.Context()); ev != nil {
+		// As the store names a registration it refuses (its token, its
+		// host), so this refusal's entry reads as the store's would.
+		ev.Principal.ID = tokenID
+		ev.HostPool, ev.Target = pool, "hostpools/"+pool+"/sessionhosts/"+req.HostName
+	}
+	return newHostsThrottled(tokenID)
+}
+
+// maxSpentTokens bounds spentTokens.
+const maxSpentTokens = 4096
+
+// spentTokens are the registration tokens whose new hosts the store's
+// admission found spent, by the hash of the token to its id (its bucket
+// of newHosts) (refuseSpentNewHost). Only valid tokens are noted, at most
+// maxSpentTokens: a full set forgets the tokens whose buckets hold a new
+// host again, and notes no more while none does (their registrations go
+// to the store, as before).
+type spentTokens struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+// get is the id of the token of hash, when it is noted.
+func (st *spentTokens) get(hash string) (string, bool) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	id, ok := st.m[hash]
+	return id, ok
+}
+
+// note notes the token of hash, id; spent says whether a token's new
+// hosts are still spent (the ones that are not are forgotten when the
+// set is full).
+func (st *spentTokens) note(hash, id string, spent func(id string) bool) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.m == nil {
+		st.m = map[string]string{}
+	}
+	if _, ok := st.m[hash]; !ok && len(st.m) >= maxSpentTokens {
+		for h, other := range st.m {
+			if !spent(other) {
+				delete(st.m, h)
+			}
+		}
+		if len(st.m) >= maxSpentTokens {
+			return
+		}
+	}
+	st.m[hash] = id
 }
 
 // heartbeat is POST /agent/heartbeat with the host credential: applied to

@@ -30,3 +30,11 @@ func KeepReadMarkOn(ctx context.Context, s *Server, ticks <-chan time.Time, move
 func BoundNewHosts(s *Server, burst int) {
 	s.newHosts = ratelimit.New(NewHostsPerTokenPerMinute/60.0, burst)
 }
+
+// NewHostBuckets is how many registration tokens have a bucket of new
+// hosts in s (R-SEC).
+func NewHostBuckets(s *Server) int { return s.newHosts.Len() }
+
+// NewHostsSpent reports whether registration token id's new hosts are
+// spent in s at its clock, making no bucket (R-SEC).
+func NewHostsSpent(s *Server, id string) bool { return s.newHosts.Spent(id, s.now()) }

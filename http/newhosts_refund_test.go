@@ -2,45 +2,26 @@ package http_test
 
 import (
 	"context"
-	"database/sql"
 	"net/http/httptest"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/vdibroker/vdibroker"
 	vhttp "github.com/vdibroker/vdibroker/http"
 	"github.com/vdibroker/vdibroker/internal/testserver"
-	"github.com/vdibroker/vdibroker/store"
 )
 
 // TestNewHostsRefundedWhenNotWritten_RSEC (R-SEC): a registration the
-// store fails after it admitted the new host (the database refuses the
-// host's row: a disk full, a write that timed out) made no host, and
-// spends none of its token's new hosts: once the store writes again the
-// token registers as many as before. Before, each such failure took one
+// store fails after it admitted the new host (the database refuses what
+// its transaction writes after that: a disk full, a write that timed
+// out) made no host, and spends none of its token's new hosts: once the
+// store writes again the token registers as many as before. Before, each such failure took one
 // of the burst, so a store failing during a rollout drained the token's
 // new hosts with no host made, leaving the agents waiting at 60 a minute.
 func TestNewHostsRefundedWhenNotWritten_RSEC(t *testing.T) {
-	dir := t.TempDir()
-	st, err := store.Open(t.Context(), "", dir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	raw, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "vdibroker.db")+"?_pragma=busy_timeout(10000)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { raw.Close() })
-	exec := func(q string) {
-		t.Helper()
-		if _, err := raw.ExecContext(t.Context(), q); err != nil {
-			t.Fatal(err)
-		}
-	}
+	st := openRawStore(t, "")
 	now := time.Now().Truncate(time.Second) // frozen: the bucket does not refill
-	srv := testserver.New(testserver.Config{Store: st, AdminToken: adminToken, Now: func() time.Time { return now }})
+	srv := testserver.New(testserver.Config{Store: st.Store, AdminToken: adminToken, Now: func() time.Time { return now }})
 	const burst = 2
 	vhttp.BoundNewHosts(srv.Server, burst)
 	ts := httptest.NewServer(srv.Handler())
@@ -59,14 +40,16 @@ func TestNewHostsRefundedWhenNotWritten_RSEC(t *testing.T) {
 		return err
 	}
 
-	// The database refuses new hosts' rows, after the admission.
-	exec(`CREATE TRIGGER host_fails BEFORE INSERT ON session_hosts BEGIN SELECT RAISE(ABORT, 'disk full'); END`)
+	// The database refuses what a registration writes after its
+	// admission: its audit entry, in its transaction.
+	st.exec(`CREATE TRIGGER host_fails BEFORE INSERT ON audit_log WHEN NEW.action = 'sessionhost.register' AND NEW.outcome <> 'refused'
+		BEGIN SELECT RAISE(ABORT, 'disk full'); END`)
 	for i := range 3 * burst {
 		if err := register("failed-" + string(rune('a'+i))); err == nil || vdibroker.ErrorCode(err) == vdibroker.ETooManyRequests {
 			t.Fatalf("registration %d while the store refuses the host's row: %v, want the store's failure, not a success nor 429", i, err)
 		}
 	}
-	exec(`DROP TRIGGER host_fails`)
+	st.exec(`DROP TRIGGER host_fails`)
 
 	// The whole burst is still there.
 	for i := range burst {

@@ -117,6 +117,7 @@ func TestPostgresSuite(t *testing.T) {
 		{"ReKeyBound_RSEC", TestReKeyBound_RSEC},
 		{"NewHostsPerTokenBound_RSEC", TestNewHostsPerTokenBound_RSEC},
 		{"NewHostsPerTokenConcurrent_RSEC", TestNewHostsPerTokenConcurrent_RSEC},
+		{"NewHostsSpentRefusedBeforeWrite_RSEC", TestNewHostsSpentRefusedBeforeWrite_RSEC},
 	} {
 		t.Run(tc.name, tc.fn)
 	}

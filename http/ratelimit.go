@@ -44,7 +44,12 @@ import (
 //     of hosts an admin created and registrations after an admin's
 //     reset create no host and spend nothing. The bucket is the token's
 //     id, made only once the token is found valid, so a caller without
-//     one makes none.
+//     one makes none. A host is admitted once its row is written, so a
+//     registration that loses its name to another at once spends none.
+//     A token refused once is noted (spentTokens): while its bucket is
+//     empty, a registration that a read finds would create a host is
+//     refused before the store opens a write transaction
+//     (refuseSpentNewHost), so agents waiting on a token cost reads.
 //   - Sign-ins (POST /signin) per principal (SigninsPerPrincipal a
 //     minute, as many at once): each is an audit entry, and any
 //     principal, a User token too, may call it.

@@ -2,11 +2,9 @@ package http_test
 
 import (
 	"context"
-	"database/sql"
 	"log/slog"
 	nethttp "net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -120,32 +118,16 @@ func (h *markLog) take() []string {
 // again; a later failure is a new outage, said at once. Before, each of
 // the 720 failed moves (one every 5 s) logged a warning.
 func TestReadMarkOutageLoggedOnce_ROUT1(t *testing.T) {
-	dir := t.TempDir()
-	st, err := store.Open(t.Context(), "", dir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
 	// The store made to fail: its writes of the mark are refused by the
 	// database itself, through the store's own write path.
-	raw, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "vdibroker.db")+"?_pragma=busy_timeout(10000)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { raw.Close() })
-	exec := func(q string) {
-		t.Helper()
-		if _, err := raw.ExecContext(t.Context(), q); err != nil {
-			t.Fatal(err)
-		}
-	}
+	st := openRawStore(t, "")
 	down := func() {
 		for _, op := range []string{"INSERT", "UPDATE"} {
-			exec(`CREATE TRIGGER mark_fails_` + op + ` BEFORE ` + op + ` ON shared_values WHEN NEW.name = 'pod-reads-verified-before'
+			st.exec(`CREATE TRIGGER mark_fails_` + op + ` BEFORE ` + op + ` ON shared_values WHEN NEW.name = 'pod-reads-verified-before'
 				BEGIN SELECT RAISE(ABORT, 'disk full'); END`)
 		}
 	}
-	up := func() { exec(`DROP TRIGGER mark_fails_INSERT`); exec(`DROP TRIGGER mark_fails_UPDATE`) }
+	up := func() { st.exec(`DROP TRIGGER mark_fails_INSERT`); st.exec(`DROP TRIGGER mark_fails_UPDATE`) }
 
 	t0 := time.Now().Truncate(time.Second)
 	var mu sync.Mutex
@@ -154,7 +136,7 @@ func TestReadMarkOutageLoggedOnce_ROUT1(t *testing.T) {
 	set := func(at time.Duration) { mu.Lock(); now = t0.Add(at); mu.Unlock() }
 	logs := &markLog{}
 	secret := []byte(testFedSecret)
-	srv := testserver.New(testserver.Config{Store: st, AdminToken: adminToken, Pod: "pod1", Site: "s",
+	srv := testserver.New(testserver.Config{Store: st.Store, AdminToken: adminToken, Pod: "pod1", Site: "s",
 		Peers: vhttp.NewPodClient("pod1", secret), FederationSecret: secret, OneProcessStore: true, Now: clk,
 		Logger: slog.New(logs)})
 	t.Cleanup(func() { srv.Close() })
@@ -208,7 +190,7 @@ func TestReadMarkOutageLoggedOnce_ROUT1(t *testing.T) {
 	}
 	// The mark moved: the next process starts its reads after t0+3605s
 	// (2 × 5 s ahead).
-	if from, err := federation.ReadsFrom(t.Context(), st, t0); err != nil || !from.After(t0.Add(3605*time.Second)) {
+	if from, err := federation.ReadsFrom(t.Context(), st.Store, t0); err != nil || !from.After(t0.Add(3605*time.Second)) {
 		t.Errorf("ReadsFrom after the outage = t0+%s, %v; want after t0+3605s", from.Sub(t0), err)
 	}
 	tick(722)

@@ -116,6 +116,10 @@ type Server struct {
 	// newHosts bounds the hosts a registration token creates
 	// (NewHostsPerTokenBurst, NewHostsPerTokenPerMinute), by token id.
 	newHosts *ratelimit.Keyed
+	// spentTokens are the tokens whose new hosts were found spent, by
+	// hash, whose registrations are refused before a write transaction
+	// while they still are (refuseSpentNewHost).
+	spentTokens spentTokens
 	// refusedLines bounds the access log lines of the requests of
 	// callers that proved no credential (R-SEC).
 	refusedLines *lineBudget

@@ -53,6 +53,7 @@ const (
 	OpQueueCommand              = "QueueCommand"
 	OpQueueHostMessage          = "QueueHostMessage"
 	OpRegisterHost              = "RegisterHost"
+	OpRegistrationCreatesHost   = "RegistrationCreatesHost"
 	OpHostByCredential          = "HostByCredential"
 	OpApplyHeartbeat            = "ApplyHeartbeat"
 	OpCreateToken               = "CreateToken"
@@ -360,6 +361,15 @@ func (s *Store) RegisterHost(ctx context.Context, tokenHash string, req *vdibrok
 		return err
 	})
 	return r0, err
+}
+
+// RegistrationCreatesHost runs the wrapped store's RegistrationCreatesHost through the hook.
+func (s *Store) RegistrationCreatesHost(ctx context.Context, tokenHash string, req *vdibroker.RegisterRequest, now time.Time) (r0 string, r1 string, err error) {
+	err = s.hook(ctx, OpRegistrationCreatesHost, func(ctx context.Context) (err error) {
+		r0, r1, err = s.inner.RegistrationCreatesHost(ctx, tokenHash, req, now)
+		return err
+	})
+	return r0, r1, err
 }
 
 // HostByCredential runs the wrapped store's HostByCredential through the hook.

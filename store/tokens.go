@@ -151,6 +151,130 @@ func (s *DB) CreateRegistrationToken(ctx context.Context, rt *vdibroker.Registra
 	return wrap(err, "create registration token for %q", rt.HostPool)
 }
 
+// registration is what the checks of a registration (checkRegistration)
+// found: its token and, when the name is taken, the host it re-keys or
+// claims (nil: the registration creates the host).
+type registration struct {
+	tokenID, pool string
+	maxHosts      int
+	host          *vdibroker.SessionHost
+}
+
+// checkRegistration runs the checks of RegisterHost on t, in its order,
+// up to the host's creation: the token (known, not expired, for this
+// name when it is for one host), the name (no host of it in another case,
+// none registered already unless req carries its credential, an admin's
+// personal desktop claimed only by a token for it, none deleted after the
+// token was issued). Its error is the refusal. With lock (RegisterHost's
+// write) the host's row is locked and the token's place of maxHosts is
+// left to RegisterHost, which counts and checks it in one statement; a
+// read (lock false) checks the place too, refusing as RegisterHost would.
+func (t *tx) checkRegistration(ctx context.Context, tokenHash string, req *vdibroker.RegisterRequest, now time.Time, lock bool) (*registration, error) {
+	var rg registration
+	var forHost string
+	var exp, issued int64
+	var hosts int
+	err := t.row(ctx, `SELECT id, host_pool, expire_time, create_time, max_hosts, hosts, session_host FROM registration_tokens WHERE hash = ?`,
+		tokenHash).Scan(&rg.tokenID, &rg.pool, &exp, &issued, &rg.maxHosts, &hosts, &forHost)
+	if errors.Is(err, sql.ErrNoRows) || tokenHash == "" {
+		return nil, vdibroker.Errorf(vdibroker.EUnauthenticated, "invalid registration token")
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !now.Before(fromNS(exp)) {
+		return nil, vdibroker.Errorf(vdibroker.EUnauthenticated, "registration token expired at %s", fromNS(exp).Format(time.RFC3339))
+	}
+	pool := rg.pool
+	if t.audit != nil {
+		t.audit.Principal.ID = rg.tokenID
+		t.audit.HostPool, t.audit.Target = pool, "hostpools/"+pool+"/sessionhosts/"+req.HostName
+	}
+	if forHost != "" && forHost != req.HostName {
+		return nil, vdibroker.Errorf(vdibroker.EPermission, "registration token %s is for session host %q only, not %q", rg.tokenID, forHost, req.HostName)
+	}
+	var cred sql.NullString
+	h, err := t.getHostAnd(ctx, pool, req.HostName, lock, &cred)
+	if other := sameNameOf(err); other != "" {
+		// OFFICE-01 or office-01. beside office-01 (R-SEC): refused
+		// as office-01 itself is when registered. Two such
+		// registrations at once meet in the unique index
+		// session_hosts_name_key (R-D3): the second runs again
+		// (errRaced) and ends here.
+		return nil, sameNameConflict("hostName", pool, req.HostName, other)
+	}
+	if err != nil && vdibroker.ErrorCode(err) != vdibroker.ENotFound {
+		return nil, err
+	}
+	if err == nil && cred.String != "" && cred.String != req.CurrentCredentialHash {
+		// Registered already: only the host itself (its current
+		// credential) or an admin's reset may re-key it (R-SEC).
+		return nil, &vdibroker.Error{Code: vdibroker.EConflict, Field: "hostName", Message: fmt.Sprintf("session host %q is registered already: an agent re-keys it with its current credential; "+
+			"to replace the machine, an admin resets its registration (POST .../sessionhosts/%s/resetregistration)", req.HostName, req.HostName)}
+	}
+	if err == nil && cred.String == "" && forHost == "" {
+		var awaits bool
+		if err := t.row(ctx, `SELECT awaits_host_token FROM session_hosts WHERE host_pool = ? AND name = ?`, pool, req.HostName).Scan(&awaits); err != nil {
+			return nil, err
+		}
+		if awaits {
+			// An admin made this personal desktop and no agent ever
+			// registered it: the first holder of any token of the
+			// pool must not become it (and its users' desktop).
+			return nil, vdibroker.Errorf(vdibroker.EPermission, "personal session host %q was created by an admin and has never registered: it is claimed only "+
+				"with a registration token issued for it (POST .../registrationtoken {\"sessionHost\": %q}, "+
+				"vdibroker registration-token create --host-pool %s --session-host %s)", req.HostName, req.HostName, pool, req.HostName)
+		}
+	}
+	if err == nil {
+		rg.host = h
+		return &rg, nil
+	}
+	// A deleted host under any case of its name (R-SEC): OFFICE-01 is
+	// the machine office-01 was.
+	var deletedName string
+	var deleted int64
+	switch derr := t.row(ctx, deletedHostQuery, pool, vdibroker.HostNameKey(req.HostName)).Scan(&deletedName, &deleted); {
+	case derr == nil && deleted >= issued:
+		as := ""
+		if deletedName != req.HostName {
+			as = fmt.Sprintf(" (as %q, the same name ignoring case and a trailing dot)", deletedName)
+		}
+		return nil, vdibroker.Errorf(vdibroker.EConflict, "session host %q was deleted%s at %s, after this registration token was issued: "+
+			"register it again with a new registration token", req.HostName, as, fromNS(deleted).Format(time.RFC3339))
+	case derr != nil && !errors.Is(derr, sql.ErrNoRows):
+		return nil, derr
+	}
+	if !lock && rg.maxHosts != 0 && hosts >= rg.maxHosts {
+		return nil, maxHostsReached(rg.tokenID, rg.maxHosts)
+	}
+	return &rg, nil
+}
+
+// maxHostsReached refuses a new host of token id, which has registered
+// its maxHosts.
+func maxHostsReached(id string, maxHosts int) error {
+	return vdibroker.Errorf(vdibroker.EPermission, "registration token %s has registered its %s (maxHosts); issue a new one", id, vdibroker.Plural(maxHosts, "host"))
+}
+
+// RegistrationCreatesHost implements vdibroker.Store: RegisterHost's
+// checks (checkRegistration) in a read, no write transaction.
+func (s *DB) RegistrationCreatesHost(ctx context.Context, tokenHash string, req *vdibroker.RegisterRequest, now time.Time) (tokenID, pool string, err error) {
+	var rg *registration
+	err = s.read(ctx, func(t *tx) (err error) {
+		rg, err = t.checkRegistration(ctx, tokenHash, req, now, false)
+		return err
+	})
+	var refused *vdibroker.Error
+	switch {
+	case err == nil && rg.host == nil:
+		return rg.tokenID, rg.pool, nil
+	case err == nil || errors.As(err, &refused):
+		return "", "", nil // a re-key, a claim, or refused
+	}
+	return "", "", fmt.Errorf("registration creates host %q: %w", req.HostName, err)
+}
+
 // RegisterHost checks a registration token by hash and expiry, then creates
 // the named host in the token's pool or re-keys the existing one: the new
 // credential hash replaces the old, which stops working at once. Agent
@@ -164,103 +288,32 @@ func (s *DB) RegisterHost(ctx context.Context, tokenHash string, req *vdibroker.
 	}
 	var out *vdibroker.SessionHost
 	err := s.write(ctx, func(t *tx) error {
-		var pool, tokenID, forHost string
-		var exp, issued int64
-		var maxHosts, hosts int
-		err := t.row(ctx, `SELECT id, host_pool, expire_time, create_time, max_hosts, hosts, session_host FROM registration_tokens WHERE hash = ?`,
-			tokenHash).Scan(&tokenID, &pool, &exp, &issued, &maxHosts, &hosts, &forHost)
-		if errors.Is(err, sql.ErrNoRows) || tokenHash == "" {
-			return vdibroker.Errorf(vdibroker.EUnauthenticated, "invalid registration token")
-		}
+		rg, err := t.checkRegistration(ctx, tokenHash, req, now, true)
 		if err != nil {
 			return err
 		}
-		if !now.Before(fromNS(exp)) {
-			return vdibroker.Errorf(vdibroker.EUnauthenticated, "registration token expired at %s", fromNS(exp).Format(time.RFC3339))
-		}
-		if t.audit != nil {
-			t.audit.Principal.ID = tokenID
-			t.audit.HostPool, t.audit.Target = pool, "hostpools/"+pool+"/sessionhosts/"+req.HostName
-		}
-		if forHost != "" && forHost != req.HostName {
-			return vdibroker.Errorf(vdibroker.EPermission, "registration token %s is for session host %q only, not %q", tokenID, forHost, req.HostName)
-		}
-		var cred sql.NullString
-		h, err := t.getHostAnd(ctx, pool, req.HostName, true, &cred)
-		if other := sameNameOf(err); other != "" {
-			// OFFICE-01 or office-01. beside office-01 (R-SEC): refused
-			// as office-01 itself is when registered. Two such
-			// registrations at once meet in the unique index
-			// session_hosts_name_key (R-D3): the second runs again
-			// (errRaced) and ends here.
-			return sameNameConflict("hostName", pool, req.HostName, other)
-		}
+		pool, h := rg.pool, rg.host
 		var before *vdibroker.SessionHost
-		if err == nil {
+		if h != nil {
 			b := *h
 			before = &b
 		}
-		if err == nil && cred.String != "" && cred.String != req.CurrentCredentialHash {
-			// Registered already: only the host itself (its current
-			// credential) or an admin's reset may re-key it (R-SEC).
-			return &vdibroker.Error{Code: vdibroker.EConflict, Field: "hostName", Message: fmt.Sprintf("session host %q is registered already: an agent re-keys it with its current credential; "+
-				"to replace the machine, an admin resets its registration (POST .../sessionhosts/%s/resetregistration)", req.HostName, req.HostName)}
-		}
-		if err == nil && cred.String == "" && forHost == "" {
-			var awaits bool
-			if err := t.row(ctx, `SELECT awaits_host_token FROM session_hosts WHERE host_pool = ? AND name = ?`, pool, req.HostName).Scan(&awaits); err != nil {
-				return err
-			}
-			if awaits {
-				// An admin made this personal desktop and no agent ever
-				// registered it: the first holder of any token of the
-				// pool must not become it (and its users' desktop).
-				return vdibroker.Errorf(vdibroker.EPermission, "personal session host %q was created by an admin and has never registered: it is claimed only "+
-					"with a registration token issued for it (POST .../registrationtoken {\"sessionHost\": %q}, "+
-					"vdibroker registration-token create --host-pool %s --session-host %s)", req.HostName, req.HostName, pool, req.HostName)
-			}
-		}
 		t.touch(pool, req.HostName) // a re-key revokes the old credential
-		if vdibroker.ErrorCode(err) == vdibroker.ENotFound {
-			// A deleted host under any case of its name (R-SEC): OFFICE-01
-			// is the machine office-01 was.
-			var deletedName string
-			var deleted int64
-			switch derr := t.row(ctx, deletedHostQuery, pool, vdibroker.HostNameKey(req.HostName)).Scan(&deletedName, &deleted); {
-			case derr == nil && deleted >= issued:
-				as := ""
-				if deletedName != req.HostName {
-					as = fmt.Sprintf(" (as %q, the same name ignoring case and a trailing dot)", deletedName)
-				}
-				return vdibroker.Errorf(vdibroker.EConflict, "session host %q was deleted%s at %s, after this registration token was issued: "+
-					"register it again with a new registration token", req.HostName, as, fromNS(deleted).Format(time.RFC3339))
-			case derr != nil && !errors.Is(derr, sql.ErrNoRows):
-				return derr
-			}
+		if h == nil {
 			// Counted and checked in one statement, so two registrations
 			// racing on one token (PostgreSQL's READ COMMITTED) cannot both
 			// take its last place.
-			n, err := t.exec(ctx, `UPDATE registration_tokens SET hosts = hosts + 1
-				WHERE id = ? AND (max_hosts = 0 OR hosts < max_hosts)`, tokenID)
-			if err != nil {
-				return err
+			n, uerr := t.exec(ctx, `UPDATE registration_tokens SET hosts = hosts + 1
+				WHERE id = ? AND (max_hosts = 0 OR hosts < max_hosts)`, rg.tokenID)
+			if uerr != nil {
+				return uerr
 			}
 			if n == 0 {
-				return vdibroker.Errorf(vdibroker.EPermission, "registration token %s has registered its %s (maxHosts); issue a new one", tokenID, vdibroker.Plural(maxHosts, "host"))
-			}
-			// Last of the checks, so a refusal above says why before a
-			// rate does; its error rolls the count back (R-SEC).
-			if req.AdmitNewHost != nil {
-				if err := req.AdmitNewHost(tokenID); err != nil {
-					return err
-				}
+				return maxHostsReached(rg.tokenID, rg.maxHosts)
 			}
 			if _, err := t.exec(ctx, `DELETE FROM deleted_hosts WHERE host_pool = ? AND `+hostNameKeySQL+` = ?`, pool, vdibroker.HostNameKey(req.HostName)); err != nil {
 				return err
 			}
-		}
-		switch {
-		case vdibroker.ErrorCode(err) == vdibroker.ENotFound:
 			h = &vdibroker.SessionHost{HostPool: pool, Name: req.HostName, StandardFeatures: true, AllowNewSession: true, CreateTime: now}
 			if req.StandardFeatures != nil {
 				h.StandardFeatures = *req.StandardFeatures
@@ -277,9 +330,17 @@ func (s *DB) RegisterHost(ctx context.Context, tokenHash string, req *vdibroker.
 			if err == nil {
 				err = t.insertCounts(ctx, pool, req.HostName, true)
 			}
-		case err != nil:
-			return err
-		default:
+			if err == nil && req.AdmitNewHost != nil {
+				// Last, once the host's row is in: a refusal above says
+				// why before a rate does, and a registration that loses
+				// the name to another at once (PostgreSQL: its insert
+				// waits for the other's commit, then fails on the unique
+				// name and runs again as a re-key or refused) spends
+				// none of its token's new hosts, not even while it waits
+				// (R-SEC). Its error rolls the host and the count back.
+				err = req.AdmitNewHost(rg.tokenID)
+			}
+		} else {
 			if req.StandardFeatures != nil {
 				h.StandardFeatures = *req.StandardFeatures
 			}
