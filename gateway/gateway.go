@@ -397,7 +397,11 @@ func addrKey(ip string) string {
 
 // allow applies the per-address rate limit of anonymous requests. The
 // table of addresses is bounded: when full, addresses not seen for a
-// minute are dropped, and if none was, the request is refused.
+// minute are dropped, and if none was, the one seen longest ago. An
+// address dropped so starts again with a full burst, which a client
+// holding more addresses than the table has a burst for each of anyway;
+// refusing the new address instead let such a client, one IPv6 /48
+// (65,536 /64s), keep the table full and every other client out.
 func (g *Gateway) allow(ip string) bool {
 	now := g.cfg.Clock.Now()
 	key := addrKey(ip)
@@ -406,13 +410,17 @@ func (g *Gateway) allow(ip string) bool {
 	l, ok := g.limiters[key]
 	if !ok {
 		if len(g.limiters) >= g.cfg.MaxAddresses {
+			oldest, oldestSeen := "", now
 			for a, o := range g.limiters {
-				if now.Sub(o.seen) > time.Minute {
+				switch {
+				case now.Sub(o.seen) > time.Minute:
 					delete(g.limiters, a)
+				case !o.seen.After(oldestSeen):
+					oldest, oldestSeen = a, o.seen
 				}
 			}
 			if len(g.limiters) >= g.cfg.MaxAddresses {
-				return false
+				delete(g.limiters, oldest)
 			}
 		}
 		l = &addrLimiter{lim: rate.NewLimiter(g.cfg.RequestRate, g.cfg.RequestBurst)}

@@ -332,3 +332,41 @@ func TestTargetPolicy(t *testing.T) {
 		})
 	}
 }
+
+// TestAddressTableFullEvictsOldest: the table of addresses the request
+// rate is kept for holds MaxAddresses; when it is full of addresses seen
+// within the minute, a new address takes the place of the one seen
+// longest ago instead of being refused: a client with more addresses
+// than the table holds (an IPv6 /48 holds 65,536 /64s) kept it full and
+// every new client, without any token, was refused rate_limited (R-GW1).
+// The addresses still in the table keep their rate.
+func TestAddressTableFullEvictsOldest(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Now())
+	e := newEnv(t, func(c *Config) { c.Clock = clk; c.RequestBurst = 1; c.RequestRate = 0.001; c.MaxAddresses = 2 })
+	get := func(remote string) int {
+		r := httptest.NewRequest("GET", "https://gw"+Path, nil)
+		r.RemoteAddr = remote
+		w := httptest.NewRecorder()
+		e.gw.ServeHTTP(w, r)
+		return w.Code
+	}
+	steps := []struct {
+		remote string
+		want   int
+	}{
+		{"[2001:db8:0:1::1]:4000", http.StatusMethodNotAllowed}, // its burst of 1
+		{"[2001:db8:0:2::1]:4000", http.StatusMethodNotAllowed}, // the table full
+		{"[2001:db8:0:3::1]:4000", http.StatusMethodNotAllowed}, // in place of :1::, seen longest ago
+		{"[2001:db8:0:2::1]:4000", http.StatusTooManyRequests},  // :2:: kept, its burst used
+		{"[2001:db8:0:1::1]:4000", http.StatusMethodNotAllowed}, // :1:: again, as new, in place of :3::
+	}
+	for i, s := range steps {
+		clk.Step(time.Second) // within the minute: none is stale
+		if got := get(s.remote); got != s.want {
+			t.Errorf("step %d, from %s: %d, want %d", i+1, s.remote, got, s.want)
+		}
+		if got := e.gw.Stats().Addresses; got > 2 {
+			t.Errorf("step %d: %d addresses tracked, want at most 2", i+1, got)
+		}
+	}
+}
