@@ -545,6 +545,9 @@ func headerHasToken(h http.Header, name, token string) bool {
 // of limited size), then the connection carries the server's packets. It
 // waits for its IN channel under the same RDG-Connection-Id.
 func (g *Gateway) serveOut(w http.ResponseWriter, r *http.Request, id, ip string, start time.Time) {
+	if g.refuseFull(w, ip) {
+		return
+	}
 	g.mu.Lock()
 	_, dup := g.pending[id]
 	full := len(g.pending) >= g.cfg.MaxPendingChannels
@@ -597,6 +600,23 @@ func (g *Gateway) serveOut(w http.ResponseWriter, r *http.Request, id, ip string
 		conn.Close()
 		release()
 	}
+}
+
+// refuseFull answers 503 a request for a tunnel while the gateway holds
+// MaxTunnels, and says whether it did: before the OUT channel's 200 or
+// the WebSocket's upgrade, where the client reads an answer, not at
+// newTunnel's own check (an IN channel's, whose answer the client does
+// not read), which closes the connections with nothing to say why.
+func (g *Gateway) refuseFull(w http.ResponseWriter, ip string) bool {
+	g.mu.Lock()
+	full := len(g.tunnels) >= g.cfg.MaxTunnels
+	g.mu.Unlock()
+	if !full {
+		return false
+	}
+	g.refuse("gateway_full", ip)
+	http.Error(w, "the gateway holds the most tunnels it may", http.StatusServiceUnavailable)
+	return true
 }
 
 // refuseBusy answers a request of an address that holds
@@ -702,6 +722,9 @@ func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, ip stri
 	if key == "" || len(key) > 64 {
 		g.refuse("bad_request", ip, "websocketKey", cut(key, 64))
 		http.Error(w, "Sec-WebSocket-Key missing or too long", http.StatusBadRequest)
+		return
+	}
+	if g.refuseFull(w, ip) {
 		return
 	}
 	release := g.enterPreauth(ip)
