@@ -4,8 +4,10 @@ import (
 	"crypto/ed25519"
 	"encoding/json"
 	"errors"
+	"maps"
 	"math"
 	"math/big"
+	"strings"
 	"testing"
 	"time"
 )
@@ -25,6 +27,9 @@ func FuzzVerify(f *testing.F) {
 	f.Add("v1.k..")
 	f.Add("v1.k.e30.AAAA")
 	f.Add("")
+	// One byte over MaxTokenLen, and a key id of that length.
+	f.Add(good + strings.Repeat("A", MaxTokenLen+1-len(good)))
+	f.Add("v1." + strings.Repeat("k", MaxTokenLen) + ".e30.AAAA")
 	f.Fuzz(func(t *testing.T, tok string) {
 		c, err := ks.Verify(tok, t0.Add(time.Minute))
 		if err == nil && tok != good {
@@ -90,6 +95,58 @@ func FuzzVerifySignedClaims(f *testing.F) {
 		leeway := int64(Leeway / time.Second)
 		if at+leeway < c.NotBefore || at-leeway >= c.Expiry {
 			t.Fatalf("verified at %d outside nbf %d .. exp %d", at, c.NotBefore, c.Expiry)
+		}
+	})
+}
+
+// FuzzParseJWKS feeds arbitrary bytes as a key set document, as a
+// gateway reads one from --keys-file or --keys-url (a proxy before the
+// broker may answer anything): no panic, and a set it accepts holds 1 to
+// MaxKeys Ed25519 keys of valid ids, which MarshalJWKS writes back to the
+// same set.
+func FuzzParseJWKS(f *testing.F) {
+	s, _ := GenerateSigner("k1")
+	doc, _ := MarshalJWKS(map[string]ed25519.PublicKey{"k1": s.PublicKey()})
+	f.Add(doc)
+	x := b64.EncodeToString(s.PublicKey())
+	key := func(kid, x string) string {
+		return `{"kty":"OKP","crv":"Ed25519","kid":"` + kid + `","x":"` + x + `"}`
+	}
+	// A key id twice, a key id that is no key id, an x of 31 and 33
+	// bytes, another kind of key, no keys, more than MaxKeys.
+	f.Add([]byte(`{"keys":[` + key("k1", x) + `,` + key("k1", x) + `]}`))
+	f.Add([]byte(`{"keys":[` + key("k 1/..", x) + `]}`))
+	f.Add([]byte(`{"keys":[` + key("k1", x[:41]) + `]}`))
+	f.Add([]byte(`{"keys":[` + key("k1", x+"AA") + `]}`))
+	f.Add([]byte(`{"keys":[{"kty":"RSA","kid":"k1","n":"AQAB","e":"AQAB","alg":"none"}]}`))
+	f.Add([]byte(`{"keys":[]}`))
+	many := make([]string, MaxKeys+1)
+	for i := range many {
+		many[i] = key("k"+strings.Repeat("x", i), x)
+	}
+	f.Add([]byte(`{"keys":[` + strings.Join(many, ",") + `]}`))
+	f.Add([]byte(`<html>`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ks, err := ParseJWKS(data)
+		if err != nil {
+			return
+		}
+		keys := ks.Keys()
+		if len(keys) < 1 || len(keys) > MaxKeys {
+			t.Fatalf("accepted %d keys", len(keys))
+		}
+		for kid, k := range keys {
+			if !keyIDPattern.MatchString(kid) || len(k) != ed25519.PublicKeySize {
+				t.Fatalf("accepted key %q of %d bytes", kid, len(k))
+			}
+		}
+		out, err := MarshalJWKS(keys)
+		if err != nil {
+			t.Fatalf("accepted keys do not marshal: %v", err)
+		}
+		again, err := ParseJWKS(out)
+		if err != nil || !maps.EqualFunc(keys, again.Keys(), func(a, b ed25519.PublicKey) bool { return a.Equal(b) }) {
+			t.Fatalf("accepted keys do not read back: %v", err)
 		}
 	})
 }
