@@ -115,7 +115,7 @@ type Config struct {
 	// one, so 500 to 1,000 tunnels).
 	MaxConnsPerAddress int
 	// MaxPendingChannels bounds OUT channels waiting for their IN channel
-	// (default 1,000).
+	// (default 1,000): one more closes the one waiting longest.
 	MaxPendingChannels int
 	// TargetPorts and TargetNetworks, when set, bound the hosts a token
 	// opens, as RD Gateway's resource authorization policy does: its port
@@ -550,14 +550,9 @@ func (g *Gateway) serveOut(w http.ResponseWriter, r *http.Request, id, ip string
 	}
 	g.mu.Lock()
 	_, dup := g.pending[id]
-	full := len(g.pending) >= g.cfg.MaxPendingChannels
 	g.mu.Unlock()
-	if dup || full {
-		reason := "pending_full"
-		if dup {
-			reason = "duplicate_channel"
-		}
-		g.refuse(reason, ip)
+	if dup {
+		g.refuse("duplicate_channel", ip)
 		http.Error(w, "cannot take this channel now", http.StatusServiceUnavailable)
 		return
 	}
@@ -582,6 +577,21 @@ func (g *Gateway) serveOut(w http.ResponseWriter, r *http.Request, id, ip string
 		release()
 		return
 	}
+	// MaxPendingChannels waiting: the one waiting longest makes room. A
+	// client's IN channel follows its OUT channel within a round trip,
+	// so the oldest is one left waiting; refusing the new one instead
+	// let such channels, a few addresses' worth, refuse every client of
+	// this transport.
+	var evicted *pendingOut
+	if len(g.pending) >= g.cfg.MaxPendingChannels {
+		var oldID string
+		for pid, o := range g.pending {
+			if evicted == nil || o.started.Before(evicted.started) {
+				oldID, evicted = pid, o
+			}
+		}
+		delete(g.pending, oldID)
+	}
 	g.pending[id] = p
 	p.timer = g.cfg.Clock.AfterFunc(g.cfg.HandshakeTimeout, func() {
 		if g.takePending(id, p) {
@@ -591,6 +601,12 @@ func (g *Gateway) serveOut(w http.ResponseWriter, r *http.Request, id, ip string
 		}
 	})
 	g.mu.Unlock()
+	if evicted != nil {
+		evicted.timer.Stop()
+		evicted.conn.Close()
+		evicted.release()
+		g.refuse("pending_full", evicted.client)
+	}
 	seed := make([]byte, 10)
 	rand.Read(seed)
 	brw.WriteString("HTTP/1.1 200 OK\r\nCache-Control: no-cache\r\nConnection: close\r\n\r\n")

@@ -1,9 +1,12 @@
 package gateway
 
 import (
+	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -368,5 +371,58 @@ func TestAddressTableFullEvictsOldest(t *testing.T) {
 		if got := e.gw.Stats().Addresses; got > 2 {
 			t.Errorf("step %d: %d addresses tracked, want at most 2", i+1, got)
 		}
+	}
+}
+
+// TestPendingChannelsFullClosesOldest: MaxPendingChannels OUT channels
+// wait for their IN channel at most; when that many wait, the one waiting
+// longest is closed, counted pending_full, to make room for a new one,
+// which a client then joins at once: a client's IN channel follows its
+// OUT channel within a round trip, and refusing new ones let OUT
+// channels left waiting (20 an address, 50 addresses for the default
+// 1,000, each held the handshake timeout) refuse every client of the
+// two-connection transport, without any token (docs/gateway.md,
+// "Refusals"; R-GW1).
+func TestPendingChannelsFullClosesOldest(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Now()) // the waits do not end
+	e := newEnv(t, func(c *Config) { c.Clock = clk; c.MaxPendingChannels = 2 })
+	waiting := func() *bufio.Reader { // an OUT channel whose IN never comes
+		t.Helper()
+		c, err := tls.Dial("tcp", e.addr, e.tls)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		if err := request(c, methodOut, DialConfig{Gateway: e.addr}, "{"+gatewaytoken.NewID()+"}", false); err != nil {
+			t.Fatal(err)
+		}
+		br := bufio.NewReader(c)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("OUT channel: %v %v", resp, err)
+		}
+		if _, err := io.ReadFull(br, make([]byte, 10)); err != nil { // the seed
+			t.Fatal(err)
+		}
+		return br
+	}
+	oldest := waiting()
+	clk.Step(time.Second)
+	waiting()
+	c, err := e.dial(e.token(nil), e.host, false)
+	if err != nil {
+		t.Fatalf("a client while %d OUT channels wait: %v", 2, err)
+	}
+	defer c.Close()
+	echo(t, c, 100)
+	if _, err := oldest.ReadByte(); err != io.EOF {
+		t.Errorf("the OUT channel waiting longest: read %v, want it closed (EOF)", err)
+	}
+	if got := refusal(e, "pending_full"); got != 1 {
+		t.Errorf("pending_full refusals = %v, want 1", got)
+	}
+	if got := e.gw.Stats().PendingChannels; got != 1 {
+		t.Errorf("%d OUT channels waiting, want 1 (the newer)", got)
 	}
 }
