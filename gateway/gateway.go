@@ -398,9 +398,9 @@ func addrKey(ip string) string {
 // allow applies the per-address rate limit of anonymous requests. The
 // table of addresses is bounded: when full, addresses not seen for a
 // minute are dropped, and if none was, the one seen longest ago. An
-// address dropped so starts again with a full burst, which a client
-// holding more addresses than the table has a burst for each of anyway;
-// refusing the new address instead let such a client, one IPv6 /48
+// address dropped so starts again with a full burst: a client holding
+// more addresses than the table has a burst on each of them anyway.
+// Refusing the new address instead let such a client, one IPv6 /48
 // (65,536 /64s), keep the table full and every other client out.
 func (g *Gateway) allow(ip string) bool {
 	now := g.cfg.Clock.Now()
