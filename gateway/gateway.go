@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bufio"
+	"container/list"
 	"context"
 	"crypto/rand"
 	"crypto/sha1"
@@ -203,13 +204,20 @@ type Gateway struct {
 	cancel  context.CancelFunc
 	logRate *rate.Limiter
 
-	mu       sync.Mutex
-	closed   bool
-	pending  map[string]*pendingOut // OUT channels by RDG-Connection-Id
-	limiters map[string]*addrLimiter
-	tunnels  map[*tunnel]struct{}
-	perUser  map[string]int
-	wg       sync.WaitGroup
+	mu      sync.Mutex
+	closed  bool
+	pending map[string]*pendingOut // OUT channels by RDG-Connection-Id
+	// pendingAge holds the pending OUT channels in their arrival order,
+	// oldest first: a full table closes its front in O(1).
+	pendingAge *list.List
+	limiters   map[string]*addrLimiter
+	// limiterAge holds the limiters' addresses, the one seen last first:
+	// a full table forgets its back in O(1), not by scanning it under mu
+	// for each new address.
+	limiterAge *list.List
+	tunnels    map[*tunnel]struct{}
+	perUser    map[string]int
+	wg         sync.WaitGroup
 
 	// preauth counts each address's connections without an admitted
 	// token (pending OUT channels, handshakes), under mu; an entry lives
@@ -224,7 +232,7 @@ type Gateway struct {
 
 type addrLimiter struct {
 	lim  *rate.Limiter
-	seen time.Time
+	elem *list.Element // in limiterAge, of the address's key
 }
 
 // pendingOut is an OUT channel waiting for its IN channel.
@@ -233,6 +241,7 @@ type pendingOut struct {
 	client  string
 	started time.Time
 	timer   clock.Timer
+	elem    *list.Element // in pendingAge, of the connection id
 	// release gives back the address's handshake slot, once; the tunnel
 	// takes it over when the IN channel comes.
 	release func()
@@ -246,12 +255,14 @@ func New(cfg Config) (*Gateway, error) {
 	cfg.defaults()
 	ctx, cancel := context.WithCancel(context.Background())
 	g := &Gateway{cfg: cfg, m: newMetrics(cfg.Registry), ctx: ctx, cancel: cancel,
-		logRate:  rate.NewLimiter(20, 100),
-		pending:  map[string]*pendingOut{},
-		limiters: map[string]*addrLimiter{},
-		preauth:  map[string]int{},
-		tunnels:  map[*tunnel]struct{}{},
-		perUser:  map[string]int{},
+		logRate:    rate.NewLimiter(20, 100),
+		pending:    map[string]*pendingOut{},
+		pendingAge: list.New(),
+		limiters:   map[string]*addrLimiter{},
+		limiterAge: list.New(),
+		preauth:    map[string]int{},
+		tunnels:    map[*tunnel]struct{}{},
+		perUser:    map[string]int{},
 
 		checkBatch: vdibroker.MaxTunnelCheck,
 	}
@@ -344,7 +355,7 @@ func (g *Gateway) Close() error {
 	for id, p := range g.pending {
 		p.timer.Stop()
 		p.conn.Close()
-		delete(g.pending, id)
+		g.dropPendingLocked(id, p)
 		defer p.release() // takes g.mu
 	}
 	for t := range g.tunnels {
@@ -396,37 +407,28 @@ func addrKey(ip string) string {
 }
 
 // allow applies the per-address rate limit of anonymous requests. The
-// table of addresses is bounded: when full, addresses not seen for a
-// minute are dropped, and if none was, the one seen longest ago. An
-// address dropped so starts again with a full burst: a client holding
-// more addresses than the table has a burst on each of them anyway.
-// Refusing the new address instead let such a client, one IPv6 /48
-// (65,536 /64s), keep the table full and every other client out.
+// table of addresses is bounded: when full, the address seen longest ago
+// is forgotten, in O(1) (limiterAge). An address forgotten so starts
+// again with a full burst: a client holding more addresses than the
+// table has a burst on each of them anyway. Refusing the new address
+// instead let such a client, one IPv6 /48 (65,536 /64s), keep the table
+// full and every other client out; finding the oldest by a scan of the
+// table, under mu, cost each request of a new address a scan of 10,000.
 func (g *Gateway) allow(ip string) bool {
 	now := g.cfg.Clock.Now()
 	key := addrKey(ip)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	l, ok := g.limiters[key]
-	if !ok {
+	if ok {
+		g.limiterAge.MoveToFront(l.elem)
+	} else {
 		if len(g.limiters) >= g.cfg.MaxAddresses {
-			oldest, oldestSeen := "", now
-			for a, o := range g.limiters {
-				switch {
-				case now.Sub(o.seen) > time.Minute:
-					delete(g.limiters, a)
-				case !o.seen.After(oldestSeen):
-					oldest, oldestSeen = a, o.seen
-				}
-			}
-			if len(g.limiters) >= g.cfg.MaxAddresses {
-				delete(g.limiters, oldest)
-			}
+			delete(g.limiters, g.limiterAge.Remove(g.limiterAge.Back()).(string))
 		}
-		l = &addrLimiter{lim: rate.NewLimiter(g.cfg.RequestRate, g.cfg.RequestBurst)}
+		l = &addrLimiter{lim: rate.NewLimiter(g.cfg.RequestRate, g.cfg.RequestBurst), elem: g.limiterAge.PushFront(key)}
 		g.limiters[key] = l
 	}
-	l.seen = now
 	return l.lim.AllowN(now, 1)
 }
 
@@ -577,22 +579,20 @@ func (g *Gateway) serveOut(w http.ResponseWriter, r *http.Request, id, ip string
 		release()
 		return
 	}
-	// MaxPendingChannels waiting: the one waiting longest makes room. A
-	// client's IN channel follows its OUT channel within a round trip,
-	// so the oldest is one left waiting; refusing the new one instead
-	// let such channels, a few addresses' worth, refuse every client of
-	// this transport.
+	// MaxPendingChannels waiting: the one waiting longest makes room, in
+	// O(1) (pendingAge). A client's IN channel follows its OUT channel
+	// within a few round trips, so the oldest is one left waiting unless
+	// 1,000 others came in those round trips; refusing the new one
+	// instead let such channels, a few addresses' worth, refuse every
+	// client of this transport.
 	var evicted *pendingOut
 	if len(g.pending) >= g.cfg.MaxPendingChannels {
-		var oldID string
-		for pid, o := range g.pending {
-			if evicted == nil || o.started.Before(evicted.started) {
-				oldID, evicted = pid, o
-			}
-		}
-		delete(g.pending, oldID)
+		oldID := g.pendingAge.Front().Value.(string)
+		evicted = g.pending[oldID]
+		g.dropPendingLocked(oldID, evicted)
 	}
 	g.pending[id] = p
+	p.elem = g.pendingAge.PushBack(id)
 	p.timer = g.cfg.Clock.AfterFunc(g.cfg.HandshakeTimeout, func() {
 		if g.takePending(id, p) {
 			g.refuse("no_in_channel", ip)
@@ -651,8 +651,15 @@ func (g *Gateway) takePending(id string, p *pendingOut) bool {
 	if g.pending[id] != p {
 		return false
 	}
-	delete(g.pending, id)
+	g.dropPendingLocked(id, p)
 	return true
+}
+
+// dropPendingLocked removes the pending OUT channel p of id; g.mu is
+// held and p is g.pending[id].
+func (g *Gateway) dropPendingLocked(id string, p *pendingOut) {
+	delete(g.pending, id)
+	g.pendingAge.Remove(p.elem)
 }
 
 // serveIn takes the IN channel. Its first request (no body) is answered
@@ -670,7 +677,7 @@ func (g *Gateway) serveIn(w http.ResponseWriter, r *http.Request, id, ip string)
 	g.mu.Lock()
 	p, ok := g.pending[id]
 	if ok && p.client == ip {
-		delete(g.pending, id)
+		g.dropPendingLocked(id, p)
 		p.timer.Stop()
 	}
 	g.mu.Unlock()
