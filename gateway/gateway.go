@@ -216,8 +216,12 @@ type Gateway struct {
 	// for each new address.
 	limiterAge *list.List
 	tunnels    map[*tunnel]struct{}
-	perUser    map[string]int
-	wg         sync.WaitGroup
+	// unauth holds the tunnels whose token was not accepted yet, the
+	// handshakes, oldest first: a full gateway closes its front for a
+	// new client (newTunnel).
+	unauth  *list.List
+	perUser map[string]int
+	wg      sync.WaitGroup
 
 	// preauth counts each address's connections without an admitted
 	// token (pending OUT channels, handshakes), under mu; an entry lives
@@ -262,6 +266,7 @@ func New(cfg Config) (*Gateway, error) {
 		limiterAge: list.New(),
 		preauth:    map[string]int{},
 		tunnels:    map[*tunnel]struct{}{},
+		unauth:     list.New(),
 		perUser:    map[string]int{},
 
 		checkBatch: vdibroker.MaxTunnelCheck,
@@ -619,13 +624,15 @@ func (g *Gateway) serveOut(w http.ResponseWriter, r *http.Request, id, ip string
 }
 
 // refuseFull answers 503 a request for a tunnel while the gateway holds
-// MaxTunnels, and says whether it did: before the OUT channel's 200 or
-// the WebSocket's upgrade, where the client reads an answer, not at
-// newTunnel's own check (an IN channel's, whose answer the client does
-// not read), which closes the connections with nothing to say why.
+// MaxTunnels tunnels whose token was accepted, and says whether it did:
+// before the OUT channel's 200 or the WebSocket's upgrade, where the
+// client reads an answer, not at newTunnel's own check (an IN channel's,
+// whose answer the client does not read), which closes the connections
+// with nothing to say why. While a slot holds a handshake without an
+// accepted token, newTunnel takes it for the new client.
 func (g *Gateway) refuseFull(w http.ResponseWriter, ip string) bool {
 	g.mu.Lock()
-	full := len(g.tunnels) >= g.cfg.MaxTunnels
+	full := len(g.tunnels) >= g.cfg.MaxTunnels && g.unauth.Len() == 0
 	g.mu.Unlock()
 	if !full {
 		return false
@@ -697,7 +704,8 @@ func (g *Gateway) serveIn(w http.ResponseWriter, r *http.Request, id, ip string)
 		body = &limitedReader{r: brw.Reader, n: r.ContentLength}
 	}
 	out := p.conn
-	t := g.newTunnel(ip, p.started, p.release, body, batched(out, out), func() { conn.Close(); out.Close() }, conn.SetReadDeadline)
+	closeConns := func() { conn.Close(); out.Close() }
+	t := g.newTunnel(ip, p.started, p.release, body, batched(out, out), closeConns, closeConns, conn.SetReadDeadline)
 	if t == nil {
 		return
 	}
@@ -765,7 +773,9 @@ func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, ip stri
 		return
 	}
 	nc := websocket.NetConn(g.ctx, c, websocket.MessageBinary)
-	t := g.newTunnel(ip, start, release, nc, batched(nc, fixer.conn), func() { nc.Close() }, nc.SetReadDeadline)
+	// Evicted, the handshake gets no WebSocket close: its peer would be
+	// waited for, 5 s, with its slot given away.
+	t := g.newTunnel(ip, start, release, nc, batched(nc, fixer.conn), func() { nc.Close() }, func() { fixer.conn.Close(); nc.Close() }, nc.SetReadDeadline)
 	go t.run() // as in serveIn
 }
 

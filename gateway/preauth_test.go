@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -36,7 +37,7 @@ func (e *env) rawDial(ws bool) *ClientConn {
 	if ws {
 		dial = dialWebSocket
 	}
-	c, err := dial(ctx, cfg, "{0123456789abcdef}")
+	c, err := dial(ctx, cfg, "{"+gatewaytoken.NewID()+"}") // a new one each: the last may still wait for its IN
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -424,5 +425,73 @@ func TestPendingChannelsFullClosesOldest(t *testing.T) {
 	}
 	if got := e.gw.Stats().PendingChannels; got != 1 {
 		t.Errorf("%d OUT channels waiting, want 1 (the newer)", got)
+	}
+}
+
+// TestFullGatewayEvictsHandshakes: a gateway holding MaxTunnels, some of
+// them handshakes whose token was not accepted, closes the oldest of
+// those for a new client, counted handshake_evicted, and answers 503
+// gateway_full only when every slot holds a tunnel whose token was: 20
+// handshakes an address, held the handshake timeout each, from 500 IPv6
+// /64s took the default 10,000 slots and refused every client, without
+// any token (docs/gateway.md, "Refusals"; R-GW1).
+func TestFullGatewayEvictsHandshakes(t *testing.T) {
+	for _, ws := range []bool{false, true} {
+		name := map[bool]string{false: "two HTTP connections", true: "WebSocket"}[ws]
+		t.Run(name, func(t *testing.T) {
+			clk := clocktesting.NewFakeClock(time.Now()) // the handshakes do not time out
+			e := newEnv(t, func(c *Config) { c.Clock = clk; c.MaxTunnels = 2 })
+			older, newer := e.rawDial(ws), e.rawDial(ws)
+			for _, c := range []*ClientConn{older, newer} {
+				for _, d := range c.deadliners {
+					d.SetDeadline(time.Now().Add(10 * time.Second))
+				}
+			}
+			waitFor(t, "two handshakes held", func() bool { return e.gw.Stats().Tunnels == 2 })
+			// answers says whether c's handshake is still served.
+			answers := func(c *ClientConn) bool {
+				if err := c.fr.WriteMessage(&tsgu.HandshakeRequest{VerMajor: 1, ExtendedAuth: tsgu.ExtendedAuthPAA}); err != nil {
+					return false
+				}
+				m, err := c.expect()
+				return err == nil && m.Type() == tsgu.PktHandshakeResponse
+			}
+
+			var open []*ClientConn
+			for i, evicted := range []*ClientConn{older, newer} {
+				c, err := e.dial(e.token(nil), e.host, ws)
+				if err != nil {
+					t.Fatalf("client %d on a gateway full of handshakes without a token: %v", i+1, err)
+				}
+				defer c.Close()
+				open = append(open, c)
+				if answers(evicted) {
+					t.Fatalf("client %d: the oldest handshake is still served", i+1)
+				}
+				if i == 0 && !answers(newer) {
+					t.Fatal("client 1: the newer handshake was closed, not the oldest")
+				}
+				waitFor(t, fmt.Sprintf("client %d: the eviction counted", i+1), func() bool { return refusal(e, "handshake_evicted") == float64(i+1) })
+			}
+
+			// Both slots hold a tunnel whose token was accepted: neither
+			// is closed for a new client, who is told.
+			c, err := e.dial(e.token(nil), e.host, ws)
+			if re, ok := errors.AsType[*RefusedError](err); !ok || re.HTTPStatus != http.StatusServiceUnavailable {
+				if c != nil {
+					c.Close()
+				}
+				t.Fatalf("a third client with both slots open: %v, want HTTP 503", err)
+			}
+			if got := refusal(e, "gateway_full"); got != 1 {
+				t.Errorf("gateway_full refusals = %v, want 1", got)
+			}
+			for _, c := range open {
+				echo(t, c, 100)
+			}
+			if got := refusal(e, "client_gone") + refusal(e, "protocol_error") + refusal(e, "handshake_timeout"); got != 0 {
+				t.Errorf("the evictions also counted as %v other refusals", got)
+			}
+		})
 	}
 }
