@@ -279,17 +279,18 @@ func (t *tunnel) event() TunnelEvent {
 		Client: t.client, Gateway: t.g.reportName(), At: t.g.cfg.Clock.Now(), Expiry: time.Unix(c.Expiry, 0)}
 }
 
-// refuse answers the pending request with its refusal, counts and logs it,
-// and ends the tunnel.
+// refuse counts and logs the refusal, answers the pending request with
+// it, and ends the tunnel. Counted first: a client that has read its
+// refusal finds it in the metrics.
 func (t *tunnel) refuse(reason string, answer tsgu.Message, attrs ...any) {
-	if answer != nil {
-		t.fr.WriteMessage(answer)
-	}
-	t.st.Refuse()
 	if t.claims.ID != "" {
 		attrs = append(attrs, "tokenId", t.claims.ID, "user", t.claims.User, "session", t.claims.Session)
 	}
 	t.g.refuse(reason, t.client, attrs...)
+	if answer != nil {
+		t.fr.WriteMessage(answer)
+	}
+	t.st.Refuse()
 	t.end(reason, 0)
 }
 
