@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bufio"
+	"container/list"
 	"context"
 	"crypto/rand"
 	"crypto/sha1"
@@ -115,7 +116,7 @@ type Config struct {
 	// one, so 500 to 1,000 tunnels).
 	MaxConnsPerAddress int
 	// MaxPendingChannels bounds OUT channels waiting for their IN channel
-	// (default 1,000).
+	// (default 1,000): one more closes the one waiting longest.
 	MaxPendingChannels int
 	// TargetPorts and TargetNetworks, when set, bound the hosts a token
 	// opens, as RD Gateway's resource authorization policy does: its port
@@ -203,13 +204,24 @@ type Gateway struct {
 	cancel  context.CancelFunc
 	logRate *rate.Limiter
 
-	mu       sync.Mutex
-	closed   bool
-	pending  map[string]*pendingOut // OUT channels by RDG-Connection-Id
-	limiters map[string]*addrLimiter
-	tunnels  map[*tunnel]struct{}
-	perUser  map[string]int
-	wg       sync.WaitGroup
+	mu      sync.Mutex
+	closed  bool
+	pending map[string]*pendingOut // OUT channels by RDG-Connection-Id
+	// pendingAge holds the pending OUT channels in their arrival order,
+	// oldest first: a full table closes its front in O(1).
+	pendingAge *list.List
+	limiters   map[string]*addrLimiter
+	// limiterAge holds the limiters' addresses, the one seen last first:
+	// a full table forgets its back in O(1), not by scanning it under mu
+	// for each new address.
+	limiterAge *list.List
+	tunnels    map[*tunnel]struct{}
+	// unauth holds the tunnels whose token was not accepted yet, the
+	// handshakes, oldest first: a full gateway closes its front for a
+	// new client (newTunnel).
+	unauth  *list.List
+	perUser map[string]int
+	wg      sync.WaitGroup
 
 	// preauth counts each address's connections without an admitted
 	// token (pending OUT channels, handshakes), under mu; an entry lives
@@ -224,7 +236,7 @@ type Gateway struct {
 
 type addrLimiter struct {
 	lim  *rate.Limiter
-	seen time.Time
+	elem *list.Element // in limiterAge, of the address's key
 }
 
 // pendingOut is an OUT channel waiting for its IN channel.
@@ -233,6 +245,7 @@ type pendingOut struct {
 	client  string
 	started time.Time
 	timer   clock.Timer
+	elem    *list.Element // in pendingAge, of the connection id
 	// release gives back the address's handshake slot, once; the tunnel
 	// takes it over when the IN channel comes.
 	release func()
@@ -246,12 +259,15 @@ func New(cfg Config) (*Gateway, error) {
 	cfg.defaults()
 	ctx, cancel := context.WithCancel(context.Background())
 	g := &Gateway{cfg: cfg, m: newMetrics(cfg.Registry), ctx: ctx, cancel: cancel,
-		logRate:  rate.NewLimiter(20, 100),
-		pending:  map[string]*pendingOut{},
-		limiters: map[string]*addrLimiter{},
-		preauth:  map[string]int{},
-		tunnels:  map[*tunnel]struct{}{},
-		perUser:  map[string]int{},
+		logRate:    rate.NewLimiter(20, 100),
+		pending:    map[string]*pendingOut{},
+		pendingAge: list.New(),
+		limiters:   map[string]*addrLimiter{},
+		limiterAge: list.New(),
+		preauth:    map[string]int{},
+		tunnels:    map[*tunnel]struct{}{},
+		unauth:     list.New(),
+		perUser:    map[string]int{},
 
 		checkBatch: vdibroker.MaxTunnelCheck,
 	}
@@ -344,7 +360,7 @@ func (g *Gateway) Close() error {
 	for id, p := range g.pending {
 		p.timer.Stop()
 		p.conn.Close()
-		delete(g.pending, id)
+		g.dropPendingLocked(id, p)
 		defer p.release() // takes g.mu
 	}
 	for t := range g.tunnels {
@@ -396,29 +412,28 @@ func addrKey(ip string) string {
 }
 
 // allow applies the per-address rate limit of anonymous requests. The
-// table of addresses is bounded: when full, addresses not seen for a
-// minute are dropped, and if none was, the request is refused.
+// table of addresses is bounded: when full, the address seen longest ago
+// is forgotten, in O(1) (limiterAge). An address forgotten so starts
+// again with a full burst: a client holding more addresses than the
+// table has a burst on each of them anyway. Refusing the new address
+// instead let such a client, one IPv6 /48 (65,536 /64s), keep the table
+// full and every other client out; finding the oldest by a scan of the
+// table, under mu, cost each request of a new address a scan of 10,000.
 func (g *Gateway) allow(ip string) bool {
 	now := g.cfg.Clock.Now()
 	key := addrKey(ip)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	l, ok := g.limiters[key]
-	if !ok {
+	if ok {
+		g.limiterAge.MoveToFront(l.elem)
+	} else {
 		if len(g.limiters) >= g.cfg.MaxAddresses {
-			for a, o := range g.limiters {
-				if now.Sub(o.seen) > time.Minute {
-					delete(g.limiters, a)
-				}
-			}
-			if len(g.limiters) >= g.cfg.MaxAddresses {
-				return false
-			}
+			delete(g.limiters, g.limiterAge.Remove(g.limiterAge.Back()).(string))
 		}
-		l = &addrLimiter{lim: rate.NewLimiter(g.cfg.RequestRate, g.cfg.RequestBurst)}
+		l = &addrLimiter{lim: rate.NewLimiter(g.cfg.RequestRate, g.cfg.RequestBurst), elem: g.limiterAge.PushFront(key)}
 		g.limiters[key] = l
 	}
-	l.seen = now
 	return l.lim.AllowN(now, 1)
 }
 
@@ -537,16 +552,14 @@ func headerHasToken(h http.Header, name, token string) bool {
 // of limited size), then the connection carries the server's packets. It
 // waits for its IN channel under the same RDG-Connection-Id.
 func (g *Gateway) serveOut(w http.ResponseWriter, r *http.Request, id, ip string, start time.Time) {
+	if g.refuseFull(w, ip) {
+		return
+	}
 	g.mu.Lock()
 	_, dup := g.pending[id]
-	full := len(g.pending) >= g.cfg.MaxPendingChannels
 	g.mu.Unlock()
-	if dup || full {
-		reason := "pending_full"
-		if dup {
-			reason = "duplicate_channel"
-		}
-		g.refuse(reason, ip)
+	if dup {
+		g.refuse("duplicate_channel", ip)
 		http.Error(w, "cannot take this channel now", http.StatusServiceUnavailable)
 		return
 	}
@@ -571,7 +584,20 @@ func (g *Gateway) serveOut(w http.ResponseWriter, r *http.Request, id, ip string
 		release()
 		return
 	}
+	// MaxPendingChannels waiting: the one waiting longest makes room, in
+	// O(1) (pendingAge). A client's IN channel follows its OUT channel
+	// within a few round trips, so the oldest is one left waiting unless
+	// 1,000 others came in those round trips; refusing the new one
+	// instead let such channels, a few addresses' worth, refuse every
+	// client of this transport.
+	var evicted *pendingOut
+	if len(g.pending) >= g.cfg.MaxPendingChannels {
+		oldID := g.pendingAge.Front().Value.(string)
+		evicted = g.pending[oldID]
+		g.dropPendingLocked(oldID, evicted)
+	}
 	g.pending[id] = p
+	p.elem = g.pendingAge.PushBack(id)
 	p.timer = g.cfg.Clock.AfterFunc(g.cfg.HandshakeTimeout, func() {
 		if g.takePending(id, p) {
 			g.refuse("no_in_channel", ip)
@@ -580,6 +606,12 @@ func (g *Gateway) serveOut(w http.ResponseWriter, r *http.Request, id, ip string
 		}
 	})
 	g.mu.Unlock()
+	if evicted != nil {
+		evicted.timer.Stop()
+		evicted.conn.Close()
+		evicted.release()
+		g.refuse("pending_full", evicted.client)
+	}
 	seed := make([]byte, 10)
 	rand.Read(seed)
 	brw.WriteString("HTTP/1.1 200 OK\r\nCache-Control: no-cache\r\nConnection: close\r\n\r\n")
@@ -589,6 +621,25 @@ func (g *Gateway) serveOut(w http.ResponseWriter, r *http.Request, id, ip string
 		conn.Close()
 		release()
 	}
+}
+
+// refuseFull answers 503 a request for a tunnel while the gateway holds
+// MaxTunnels tunnels whose token was accepted, and says whether it did:
+// before the OUT channel's 200 or the WebSocket's upgrade, where the
+// client reads an answer, not at newTunnel's own check (an IN channel's,
+// whose answer the client does not read), which closes the connections
+// with nothing to say why. While a slot holds a handshake without an
+// accepted token, newTunnel takes it for the new client.
+func (g *Gateway) refuseFull(w http.ResponseWriter, ip string) bool {
+	g.mu.Lock()
+	full := len(g.tunnels) >= g.cfg.MaxTunnels && g.unauth.Len() == 0
+	g.mu.Unlock()
+	if !full {
+		return false
+	}
+	g.refuse("gateway_full", ip)
+	http.Error(w, "the gateway holds the most tunnels it may", http.StatusServiceUnavailable)
+	return true
 }
 
 // refuseBusy answers a request of an address that holds
@@ -607,8 +658,15 @@ func (g *Gateway) takePending(id string, p *pendingOut) bool {
 	if g.pending[id] != p {
 		return false
 	}
-	delete(g.pending, id)
+	g.dropPendingLocked(id, p)
 	return true
+}
+
+// dropPendingLocked removes the pending OUT channel p of id; g.mu is
+// held and p is g.pending[id].
+func (g *Gateway) dropPendingLocked(id string, p *pendingOut) {
+	delete(g.pending, id)
+	g.pendingAge.Remove(p.elem)
 }
 
 // serveIn takes the IN channel. Its first request (no body) is answered
@@ -626,7 +684,7 @@ func (g *Gateway) serveIn(w http.ResponseWriter, r *http.Request, id, ip string)
 	g.mu.Lock()
 	p, ok := g.pending[id]
 	if ok && p.client == ip {
-		delete(g.pending, id)
+		g.dropPendingLocked(id, p)
 		p.timer.Stop()
 	}
 	g.mu.Unlock()
@@ -646,7 +704,8 @@ func (g *Gateway) serveIn(w http.ResponseWriter, r *http.Request, id, ip string)
 		body = &limitedReader{r: brw.Reader, n: r.ContentLength}
 	}
 	out := p.conn
-	t := g.newTunnel(ip, p.started, p.release, body, batched(out, out), func() { conn.Close(); out.Close() }, conn.SetReadDeadline)
+	closeConns := func() { conn.Close(); out.Close() }
+	t := g.newTunnel(ip, p.started, p.release, body, batched(out, out), closeConns, closeConns, conn.SetReadDeadline)
 	if t == nil {
 		return
 	}
@@ -696,6 +755,9 @@ func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, ip stri
 		http.Error(w, "Sec-WebSocket-Key missing or too long", http.StatusBadRequest)
 		return
 	}
+	if g.refuseFull(w, ip) {
+		return
+	}
 	release := g.enterPreauth(ip)
 	if release == nil {
 		g.refuseBusy(w, ip)
@@ -711,7 +773,9 @@ func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, ip stri
 		return
 	}
 	nc := websocket.NetConn(g.ctx, c, websocket.MessageBinary)
-	t := g.newTunnel(ip, start, release, nc, batched(nc, fixer.conn), func() { nc.Close() }, nc.SetReadDeadline)
+	// Evicted, the handshake gets no WebSocket close: its peer would be
+	// waited for, 5 s, with its slot given away.
+	t := g.newTunnel(ip, start, release, nc, batched(nc, fixer.conn), func() { nc.Close() }, func() { fixer.conn.Close(); nc.Close() }, nc.SetReadDeadline)
 	go t.run() // as in serveIn
 }
 

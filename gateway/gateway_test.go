@@ -307,7 +307,10 @@ func TestPerUserLimit(t *testing.T) {
 }
 
 // TestMaxTunnels: a gateway holds MaxTunnels tunnels, the last slot
-// included, and refuses one more as gateway_full (R-GW1).
+// included, and refuses one more as gateway_full, on either transport
+// with HTTP 503 to its request: the client is told, where it once had
+// its connection closed after the OUT channel's 200 or the WebSocket's
+// upgrade, with nothing to say why (docs/gateway.md, "Refusals"; R-GW1).
 func TestMaxTunnels(t *testing.T) {
 	e := newEnv(t, func(c *Config) { c.MaxTunnels = 2 })
 	var open []*ClientConn
@@ -318,10 +321,16 @@ func TestMaxTunnels(t *testing.T) {
 		}
 		open = append(open, c)
 	}
-	if _, err := e.dial(e.token(func(c *gatewaytoken.Claims) { c.User = "user3" }), e.host, true); err == nil {
-		t.Fatal("a third tunnel on a gateway of 2 was opened")
+	for _, ws := range []bool{false, true} {
+		c, err := e.dial(e.token(func(c *gatewaytoken.Claims) { c.User = "user3" }), e.host, ws)
+		if re, ok := errors.AsType[*RefusedError](err); !ok || re.HTTPStatus != http.StatusServiceUnavailable {
+			if c != nil {
+				c.Close()
+			}
+			t.Fatalf("a third tunnel on a gateway of 2 (WebSocket %v): %v, want HTTP 503", ws, err)
+		}
 	}
-	waitFor(t, "the refusal", func() bool { return refusal(e, "gateway_full") == 1 })
+	waitFor(t, "the refusals", func() bool { return refusal(e, "gateway_full") == 2 })
 	for _, c := range open {
 		echo(t, c, 100)
 		c.Close()

@@ -1,9 +1,13 @@
 package gateway
 
 import (
+	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -33,7 +37,7 @@ func (e *env) rawDial(ws bool) *ClientConn {
 	if ws {
 		dial = dialWebSocket
 	}
-	c, err := dial(ctx, cfg, "{0123456789abcdef}")
+	c, err := dial(ctx, cfg, "{"+gatewaytoken.NewID()+"}") // a new one each: the last may still wait for its IN
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -328,6 +332,165 @@ func TestTargetPolicy(t *testing.T) {
 			defer mu.Unlock()
 			if len(dialled) != 1 || dialled[0] != want {
 				t.Errorf("connected to %v, want %s", dialled, want)
+			}
+		})
+	}
+}
+
+// TestAddressTableFullEvictsOldest: the table of addresses the request
+// rate is kept for holds MaxAddresses; when it is full of addresses seen
+// within the minute, a new address takes the place of the one seen
+// longest ago instead of being refused: a client with more addresses
+// than the table holds (an IPv6 /48 holds 65,536 /64s) kept it full and
+// every new client, without any token, was refused rate_limited (R-GW1).
+// The addresses still in the table keep their rate.
+func TestAddressTableFullEvictsOldest(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Now())
+	e := newEnv(t, func(c *Config) { c.Clock = clk; c.RequestBurst = 1; c.RequestRate = 0.001; c.MaxAddresses = 2 })
+	get := func(remote string) int {
+		r := httptest.NewRequest("GET", "https://gw"+Path, nil)
+		r.RemoteAddr = remote
+		w := httptest.NewRecorder()
+		e.gw.ServeHTTP(w, r)
+		return w.Code
+	}
+	steps := []struct {
+		remote string
+		want   int
+	}{
+		{"[2001:db8:0:1::1]:4000", http.StatusMethodNotAllowed}, // its burst of 1
+		{"[2001:db8:0:2::1]:4000", http.StatusMethodNotAllowed}, // the table full
+		{"[2001:db8:0:3::1]:4000", http.StatusMethodNotAllowed}, // in place of :1::, seen longest ago
+		{"[2001:db8:0:2::1]:4000", http.StatusTooManyRequests},  // :2:: kept, its burst used
+		{"[2001:db8:0:1::1]:4000", http.StatusMethodNotAllowed}, // :1:: again, as new, in place of :3::
+	}
+	for i, s := range steps {
+		clk.Step(time.Second) // within the minute: none is stale
+		if got := get(s.remote); got != s.want {
+			t.Errorf("step %d, from %s: %d, want %d", i+1, s.remote, got, s.want)
+		}
+		if got := e.gw.Stats().Addresses; got > 2 {
+			t.Errorf("step %d: %d addresses tracked, want at most 2", i+1, got)
+		}
+	}
+}
+
+// TestPendingChannelsFullClosesOldest: MaxPendingChannels OUT channels
+// wait for their IN channel at most; when that many wait, the one waiting
+// longest is closed, counted pending_full, to make room for a new one,
+// which a client then joins at once: a client's IN channel follows its
+// OUT channel within a round trip, and refusing new ones let OUT
+// channels left waiting (20 an address, 50 addresses for the default
+// 1,000, each held the handshake timeout) refuse every client of the
+// two-connection transport, without any token (docs/gateway.md,
+// "Refusals"; R-GW1).
+func TestPendingChannelsFullClosesOldest(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Now()) // the waits do not end
+	e := newEnv(t, func(c *Config) { c.Clock = clk; c.MaxPendingChannels = 2 })
+	waiting := func() *bufio.Reader { // an OUT channel whose IN never comes
+		t.Helper()
+		c, err := tls.Dial("tcp", e.addr, e.tls)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		if err := request(c, methodOut, DialConfig{Gateway: e.addr}, "{"+gatewaytoken.NewID()+"}", false); err != nil {
+			t.Fatal(err)
+		}
+		br := bufio.NewReader(c)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("OUT channel: %v %v", resp, err)
+		}
+		if _, err := io.ReadFull(br, make([]byte, 10)); err != nil { // the seed
+			t.Fatal(err)
+		}
+		return br
+	}
+	oldest := waiting()
+	clk.Step(time.Second)
+	waiting()
+	c, err := e.dial(e.token(nil), e.host, false)
+	if err != nil {
+		t.Fatalf("a client while %d OUT channels wait: %v", 2, err)
+	}
+	defer c.Close()
+	echo(t, c, 100)
+	if _, err := oldest.ReadByte(); err != io.EOF {
+		t.Errorf("the OUT channel waiting longest: read %v, want it closed (EOF)", err)
+	}
+	if got := refusal(e, "pending_full"); got != 1 {
+		t.Errorf("pending_full refusals = %v, want 1", got)
+	}
+	if got := e.gw.Stats().PendingChannels; got != 1 {
+		t.Errorf("%d OUT channels waiting, want 1 (the newer)", got)
+	}
+}
+
+// TestFullGatewayEvictsHandshakes: a gateway holding MaxTunnels, some of
+// them handshakes whose token was not accepted, closes the oldest of
+// those for a new client, counted handshake_evicted, and answers 503
+// gateway_full only when every slot holds a tunnel whose token was: 20
+// handshakes an address, held the handshake timeout each, from 500 IPv6
+// /64s took the default 10,000 slots and refused every client, without
+// any token (docs/gateway.md, "Refusals"; R-GW1).
+func TestFullGatewayEvictsHandshakes(t *testing.T) {
+	for _, ws := range []bool{false, true} {
+		name := map[bool]string{false: "two HTTP connections", true: "WebSocket"}[ws]
+		t.Run(name, func(t *testing.T) {
+			clk := clocktesting.NewFakeClock(time.Now()) // the handshakes do not time out
+			e := newEnv(t, func(c *Config) { c.Clock = clk; c.MaxTunnels = 2 })
+			older, newer := e.rawDial(ws), e.rawDial(ws)
+			for _, c := range []*ClientConn{older, newer} {
+				for _, d := range c.deadliners {
+					d.SetDeadline(time.Now().Add(10 * time.Second))
+				}
+			}
+			waitFor(t, "two handshakes held", func() bool { return e.gw.Stats().Tunnels == 2 })
+			// answers says whether c's handshake is still served.
+			answers := func(c *ClientConn) bool {
+				if err := c.fr.WriteMessage(&tsgu.HandshakeRequest{VerMajor: 1, ExtendedAuth: tsgu.ExtendedAuthPAA}); err != nil {
+					return false
+				}
+				m, err := c.expect()
+				return err == nil && m.Type() == tsgu.PktHandshakeResponse
+			}
+
+			var open []*ClientConn
+			for i, evicted := range []*ClientConn{older, newer} {
+				c, err := e.dial(e.token(nil), e.host, ws)
+				if err != nil {
+					t.Fatalf("client %d on a gateway full of handshakes without a token: %v", i+1, err)
+				}
+				defer c.Close()
+				open = append(open, c)
+				if answers(evicted) {
+					t.Fatalf("client %d: the oldest handshake is still served", i+1)
+				}
+				if i == 0 && !answers(newer) {
+					t.Fatal("client 1: the newer handshake was closed, not the oldest")
+				}
+				waitFor(t, fmt.Sprintf("client %d: the eviction counted", i+1), func() bool { return refusal(e, "handshake_evicted") == float64(i+1) })
+			}
+
+			// Both slots hold a tunnel whose token was accepted: neither
+			// is closed for a new client, who is told.
+			c, err := e.dial(e.token(nil), e.host, ws)
+			if re, ok := errors.AsType[*RefusedError](err); !ok || re.HTTPStatus != http.StatusServiceUnavailable {
+				if c != nil {
+					c.Close()
+				}
+				t.Fatalf("a third client with both slots open: %v, want HTTP 503", err)
+			}
+			if got := refusal(e, "gateway_full"); got != 1 {
+				t.Errorf("gateway_full refusals = %v, want 1", got)
+			}
+			for _, c := range open {
+				echo(t, c, 100)
+			}
+			if got := refusal(e, "client_gone") + refusal(e, "protocol_error") + refusal(e, "handshake_timeout"); got != 0 {
+				t.Errorf("the evictions also counted as %v other refusals", got)
 			}
 		})
 	}

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"container/list"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -31,9 +32,16 @@ type tunnel struct {
 	client  string
 	started time.Time
 	fr      *tsgu.Framer
-	// closeConns closes the client's connection(s), which unblocks reads.
-	closeConns      func()
-	setReadDeadline func(time.Time) error
+	// closeConns closes the client's connection(s), which unblocks reads;
+	// dropConns at once, without a WebSocket's close handshake.
+	closeConns, dropConns func()
+	setReadDeadline       func(time.Time) error
+	// unauthElem is the tunnel's place in g.unauth, under g.mu: nil once
+	// its token is accepted, it ends or it is evicted.
+	unauthElem *list.Element
+	// evicted is set when a new client took the tunnel's slot before its
+	// token was accepted (newTunnel).
+	evicted atomic.Bool
 
 	st       tsgu.ServerState
 	claims   gatewaytoken.Claims
@@ -80,19 +88,44 @@ type tunnel struct {
 // it holds this much, not a buffer of tsgu.MaxPacketSize.
 const maxPreauthPacket = tsgu.HeaderSize + 4 + 2 + 2 + 8 + 2 + 2*(gatewaytoken.MaxTokenLen+1) + 1024
 
-// newTunnel registers a tunnel; nil when the gateway holds MaxTunnels
-// already (handshakes count, so idle anonymous connections are bounded).
-func (g *Gateway) newTunnel(client string, started time.Time, releasePreauth func(), r io.Reader, w io.Writer, closeConns func(), setReadDeadline func(time.Time) error) *tunnel {
+// newTunnel registers a tunnel: MaxTunnels at most, handshakes included,
+// so idle anonymous connections are bounded. When the gateway holds that
+// many, the oldest handshake whose token was not accepted yet (g.unauth)
+// is closed, counted handshake_evicted, and gives the new one its slot;
+// nil when every slot holds a tunnel whose token was. Refusing the new
+// one instead let handshakes without a token, 20 an address held the
+// handshake timeout each, take every slot (500 IPv6 /64s the default
+// 10,000) and refuse every client. A client's token comes within a few
+// round trips of its connection, so the oldest handshake is one left
+// waiting, unless MaxTunnels others came in those round trips.
+func (g *Gateway) newTunnel(client string, started time.Time, releasePreauth func(), r io.Reader, w io.Writer, closeConns, dropConns func(), setReadDeadline func(time.Time) error) *tunnel {
 	t := &tunnel{g: g, client: client, started: started, fr: tsgu.NewFramer(r, w), releasePreauth: releasePreauth,
-		closeConns: closeConns, setReadDeadline: setReadDeadline, done: make(chan struct{})}
+		closeConns: closeConns, dropConns: dropConns, setReadDeadline: setReadDeadline, done: make(chan struct{})}
 	t.fr.SetMaxPacket(maxPreauthPacket)
+	var evicted *tunnel
 	g.mu.Lock()
-	full := g.closed || len(g.tunnels) >= g.cfg.MaxTunnels
+	full := g.closed
+	if !full && len(g.tunnels) >= g.cfg.MaxTunnels {
+		if e := g.unauth.Front(); e != nil {
+			// Its slot is the new one's now: it ends on its own, its
+			// connections closed below, and holds no slot meanwhile.
+			evicted = g.unauth.Remove(e).(*tunnel)
+			evicted.unauthElem = nil
+			evicted.evicted.Store(true)
+			delete(g.tunnels, evicted)
+		} else {
+			full = true
+		}
+	}
 	if !full {
 		g.tunnels[t] = struct{}{}
+		t.unauthElem = g.unauth.PushBack(t)
 		g.wg.Add(1)
 	}
 	g.mu.Unlock()
+	if evicted != nil {
+		evicted.dropConns() // its handshake's read fails: it is counted there
+	}
 	if full {
 		g.refuse("gateway_full", client)
 		closeConns()
@@ -217,8 +250,27 @@ func (t *tunnel) finish() {
 	t.releasePreauth()
 	g.mu.Lock()
 	delete(g.tunnels, t)
+	if t.unauthElem != nil {
+		g.unauth.Remove(t.unauthElem)
+		t.unauthElem = nil
+	}
 	g.mu.Unlock()
 	g.wg.Done()
+}
+
+// accepted takes t, whose token verified, off the handshakes a new
+// client may evict, and says whether it still holds its slot (it was not
+// evicted before). From here its user's limits bound it: a token's
+// holder, not anyone.
+func (g *Gateway) accepted(t *tunnel) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if t.unauthElem == nil {
+		return false
+	}
+	g.unauth.Remove(t.unauthElem)
+	t.unauthElem = nil
+	return true
 }
 
 func (t *tunnel) event() TunnelEvent {
@@ -227,17 +279,18 @@ func (t *tunnel) event() TunnelEvent {
 		Client: t.client, Gateway: t.g.reportName(), At: t.g.cfg.Clock.Now(), Expiry: time.Unix(c.Expiry, 0)}
 }
 
-// refuse answers the pending request with its refusal, counts and logs it,
-// and ends the tunnel.
+// refuse counts and logs the refusal, answers the pending request with
+// it, and ends the tunnel. Counted first: a client that has read its
+// refusal finds it in the metrics.
 func (t *tunnel) refuse(reason string, answer tsgu.Message, attrs ...any) {
-	if answer != nil {
-		t.fr.WriteMessage(answer)
-	}
-	t.st.Refuse()
 	if t.claims.ID != "" {
 		attrs = append(attrs, "tokenId", t.claims.ID, "user", t.claims.User, "session", t.claims.Session)
 	}
 	t.g.refuse(reason, t.client, attrs...)
+	if answer != nil {
+		t.fr.WriteMessage(answer)
+	}
+	t.st.Refuse()
 	t.end(reason, 0)
 }
 
@@ -263,6 +316,8 @@ func (t *tunnel) handshake() bool {
 			reason := "protocol_error"
 			var ne net.Error
 			switch {
+			case t.evicted.Load():
+				reason = "handshake_evicted"
 			case expired.Load(), errors.As(err, &ne) && ne.Timeout():
 				reason = "handshake_timeout"
 			case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed):
@@ -334,6 +389,10 @@ func (t *tunnel) authorize(m *tsgu.TunnelCreate) bool {
 		return false
 	}
 	t.claims = claims
+	if !g.accepted(t) {
+		t.refuse("handshake_evicted", nil)
+		return false
+	}
 	if reason := g.reserve(claims.User); reason != "" {
 		t.refuse(reason, &tsgu.TunnelResponse{ServerVersion: 1, StatusCode: tsgu.EProxyMaxConnectionsReached})
 		return false

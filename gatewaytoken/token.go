@@ -83,8 +83,12 @@ func (c Claims) Validate() error {
 	if c.Expiry <= c.NotBefore {
 		return fmt.Errorf("claim exp %d: must be after nbf %d", c.Expiry, c.NotBefore)
 	}
-	if time.Duration(c.Expiry-c.NotBefore)*time.Second > MaxValidity {
-		return fmt.Errorf("claims nbf..exp: %ds, at most %v", c.Expiry-c.NotBefore, MaxValidity)
+	// In seconds, without overflow: exp - nbf may not fit an int64, nor
+	// its nanoseconds a Duration, and either wrapped to a window of less
+	// than MaxValidity (10^10 s did: a token for three centuries). With
+	// exp > nbf, their difference fits a uint64.
+	if window := uint64(c.Expiry) - uint64(c.NotBefore); window > uint64(MaxValidity/time.Second) {
+		return fmt.Errorf("claims nbf..exp: %ds, at most %v", window, MaxValidity)
 	}
 	if c.IdleSeconds < 0 || c.LifetimeSeconds < 0 || c.StartWaitSeconds < 0 {
 		return errors.New("claims idle, life, wait: must not be negative")

@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"encoding/base64"
 	"errors"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -118,6 +119,10 @@ func TestSignRefuses(t *testing.T) {
 		"host without port": func(c *Claims) { c.Host = "10.0.0.2" },
 		"port 0":            func(c *Claims) { c.Host = "10.0.0.2:0" },
 		"window of a day":   func(c *Claims) { c.Expiry = c.NotBefore + 86400 },
+		// Its nanoseconds over int64, and exp - nbf itself over it:
+		// each once wrapped to a window of less than an hour.
+		"window of 10^10 s": func(c *Claims) { c.Expiry = c.NotBefore + 10_000_000_000 },
+		"window of int64's": func(c *Claims) { c.NotBefore, c.Expiry = math.MinInt64+1, math.MaxInt64 },
 		"exp before nbf":    func(c *Claims) { c.Expiry = c.NotBefore - 1 },
 		"no user":           func(c *Claims) { c.User = "" },
 		"user of 257":       func(c *Claims) { c.User = strings.Repeat("u", MaxUser+1) },

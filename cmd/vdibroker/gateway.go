@@ -60,6 +60,8 @@ type GatewayMain struct {
 	MetricsTokenFile string
 	MaxHeaderBytes   int
 	Config           gateway.Config // limits; Verifier, Broker, Logger, Registry are set by Open
+	// requestTimeout is gatewayRequestTimeout unless a test sets it.
+	requestTimeout   time.Duration
 	clientTLS        clientTLSOptions
 	certs            *certReloader
 	keys             *gatewaytoken.Keyring
@@ -238,13 +240,7 @@ func (m *GatewayMain) Open(ctx context.Context) (err error) {
 	// HTTP/1.1 only: the transport hijacks its connections.
 	// Connections per address are bounded before their TLS handshake.
 	m.listener = m.Gateway.Listener(ln, &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: m.certs.GetCertificate, NextProtos: []string{"http/1.1"}})
-	m.server = &http.Server{
-		Handler:           mux,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    m.MaxHeaderBytes,
-		ErrorLog:          serverErrorLog(m.Logger),
-	}
+	m.server = newGatewayServer(mux, m.MaxHeaderBytes, m.requestTimeout, m.Logger)
 	go func() {
 		if err := m.server.Serve(m.listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			m.Logger.Error("gateway server stopped", "err", err)

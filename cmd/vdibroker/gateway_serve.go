@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -45,6 +46,9 @@ type GatewayFlags struct {
 	// TargetPorts and TargetNetworks are --gateway-target-ports and
 	// --gateway-target-networks, read into Config by check (none: any).
 	TargetPorts, TargetNetworks []string
+
+	// requestTimeout is gatewayRequestTimeout unless a test sets it.
+	requestTimeout time.Duration
 
 	// flags is the set addFlags added to (nil for a Main built in code):
 	// check tells a --gateway-name given empty from one never given.
@@ -182,8 +186,7 @@ func (f *GatewayFlags) start(ctx context.Context, svc vdibroker.GatewayService, 
 	mux := http.NewServeMux()
 	mux.Handle(gateway.Path, f.Gateway)
 	mux.HandleFunc("GET "+gateway.HealthPath, f.Gateway.ServeHealth)
-	f.server = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
-		MaxHeaderBytes: 8 << 10, ErrorLog: serverErrorLog(log)} // anyone causes these lines: bounded
+	f.server = newGatewayServer(mux, 8<<10, f.requestTimeout, log)
 	go func() {
 		if err := f.server.Serve(f.listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("gateway server stopped", "err", err)
@@ -191,6 +194,28 @@ func (f *GatewayFlags) start(ctx context.Context, svc vdibroker.GatewayService, 
 	}()
 	log.Info("RD gateway serving in-process", "addr", f.listener.Addr().String(), "hostName", f.HostName, "name", f.Name)
 	return nil
+}
+
+// gatewayRequestTimeout bounds the reading of each request on a
+// gateway's listener, its head and its body (http.Server's
+// ReadHeaderTimeout and ReadTimeout), and so the TLS handshake before it.
+// net/http answers a request whose body its handler did not read (every
+// refusal: 400, 401, 404, 405, 429, 503; /healthz, /metrics) only once it
+// has read or dropped that body, with no deadline but ReadTimeout's: a
+// client announcing a body and sending none held the connection, its
+// goroutine and buffers, for ever, as many as an address may hold
+// (--max-conns-per-address, 1,000), before any token. A tunnel's
+// connections are hijacked, which clears the deadline; the gateway sets
+// its own.
+const gatewayRequestTimeout = 10 * time.Second
+
+// newGatewayServer is the HTTP server of a gateway's listener, `vdibroker
+// gateway`'s and serve's in-process one's; requestTimeout 0 is
+// gatewayRequestTimeout.
+func newGatewayServer(h http.Handler, maxHeaderBytes int, requestTimeout time.Duration, log *slog.Logger) *http.Server {
+	requestTimeout = cmp.Or(requestTimeout, gatewayRequestTimeout)
+	return &http.Server{Handler: h, ReadHeaderTimeout: requestTimeout, ReadTimeout: requestTimeout, IdleTimeout: 2 * time.Minute,
+		MaxHeaderBytes: maxHeaderBytes, ErrorLog: serverErrorLog(log)} // anyone causes these lines: bounded
 }
 
 // Addr is the in-process gateway's address.
