@@ -121,6 +121,8 @@ type whoAmI struct {
 	Subject string `json:"subject"`
 	TokenID string `json:"tokenId"`
 	Kind    string `json:"kind"` // admin, token or oidc
+	// HostPools is the token's scope; empty is every pool.
+	HostPools []string `json:"hostPools"`
 }
 
 // whoami returns who the token is.

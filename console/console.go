@@ -168,10 +168,31 @@ type Console struct {
 // sign-in (pages offer changes only to roles that may make them).
 type webSession = websession.Session
 
-// seesStoreReason reports whether the outage header shows this user the
-// store's error: admins and Contributors only, as /healthz does.
+// seesStoreReason reports whether the clock header shows this user how
+// far this replica's clock is off: admins and Contributors, by the role
+// of its sign-in.
 func seesStoreReason(s *webSession) bool {
 	return s.Role == vdibroker.RoleAdmin || s.Role == vdibroker.RoleContributor
+}
+
+// seesOutageReason reports whether the outage header shows session s the
+// store's error, which may name the database's address, user and name: to
+// whom GET /healthz tells it (R-SEC), the admin token and unscoped
+// Contributors, decided by vdibroker.Authorize on who the API says the
+// session's token is now (whoami), not on the role of its sign-in: a
+// Contributor scoped to host pools is not told, nor a token revoked since
+// (nor, during the outage, an API token, which the API cannot check
+// then). Asked only while the header is shown.
+func (c *Console) seesOutageReason(w http.ResponseWriter, r *http.Request, s *webSession) bool {
+	if !seesStoreReason(s) || c.outage == nil || c.outage() == nil {
+		return false
+	}
+	me, err := c.apiFor(w, r, s.Token).whoami(r.Context())
+	if err != nil {
+		return false
+	}
+	p := &vdibroker.Principal{Role: me.Role, HostPools: me.HostPools}
+	return vdibroker.Authorize(p, vdibroker.ActionInspect, vdibroker.Target{Global: "GET /healthz"}) == nil
 }
 
 // StoreReader is what the console reads of the store for its history
@@ -491,6 +512,7 @@ func (c *Console) errorPage(w http.ResponseWriter, r *http.Request, status int, 
 		data["CSRF"] = sess.CSRF
 		data["SignedIn"] = true
 		data["SeesStoreReason"] = seesStoreReason(sess)
+		data["SeesOutageReason"] = c.seesOutageReason(w, r, sess)
 	}
 	c.render(w, status, "error", data)
 }
@@ -572,6 +594,7 @@ func (c *Console) page(rq *request, status int, name string, data map[string]any
 	data["CSRF"] = rq.sess.CSRF
 	data["SignedIn"] = true
 	data["SeesStoreReason"] = seesStoreReason(rq.sess)
+	data["SeesOutageReason"] = c.seesOutageReason(rq.w, rq.r, rq.sess)
 	data["Refresh"] = c.refresh
 	// A Reader sees no drain, settings or log-off controls: the API would
 	// refuse them (R-SEC), and it still checks every change.

@@ -1,6 +1,7 @@
 package console_test
 
 import (
+	"context"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/console"
+	vhttp "github.com/vdibroker/vdibroker/http"
 )
 
 // TestOutageHeader (R-OUT1): while the store is down every page's header
@@ -51,6 +53,43 @@ func TestOutageHeader(t *testing.T) {
 			t.Errorf("the overview shows the outage's reason to a %s:\n%s", role, a.body)
 		}
 	}
+	// Nor to a Contributor scoped to host pools, nor to one whose token
+	// was revoked since it signed in: /healthz tells neither (R-SEC), and
+	// the console asks the API who the session's token is now, not the
+	// role it had at sign-in.
+	ctx := context.Background()
+	scoped, err := e.admin.CreateToken(ctx, vhttp.TokenRequest{Role: vdibroker.RoleContributor, Subject: "pool-a-ops", HostPools: []string{"pool-a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	revoked, err := e.admin.CreateToken(ctx, vhttp.TokenRequest{Role: vdibroker.RoleContributor, Subject: "gone-ops"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, rb := e.browser(), e.browser()
+	sb.signin(scoped.Secret)
+	rb.signin(revoked.Secret)
+	if err := e.admin.DeleteToken(ctx, revoked.ID); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		who string
+		br  *browser
+	}{{"scoped Contributor", sb}, {"revoked Contributor", rb}} {
+		// The pages that call no API first: the overview's refused
+		// call ends a revoked token's sign-in.
+		for _, p := range []string{"/rules", "/no/such/page", "/"} {
+			a = c.br.get(p)
+			wantContains(t, a, `id="outage"`, "Database unavailable")
+			if strings.Contains(a.body, "10.0.0.7") {
+				t.Errorf("%s shows the outage's reason to a %s:\n%.2000s", p, c.who, a.body)
+			}
+		}
+	}
+	// An unscoped Contributor's token is told, as /healthz tells it.
+	contributor := e.browser()
+	contributor.signin(e.token(vdibroker.RoleContributor))
+	wantContains(t, contributor.get("/"), "dial tcp 10.0.0.7:5432")
 	down.Store(&console.Outage{Since: time.Now(), Reason: "x", Placement: true})
 	wantContains(t, b.get("/"), "placed within this replica's reserved share")
 }

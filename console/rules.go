@@ -187,6 +187,7 @@ func (c *Console) rulesPage(w http.ResponseWriter, r *http.Request) {
 		data["CSRF"] = sess.CSRF
 		data["SignedIn"] = true
 		data["SeesStoreReason"] = seesStoreReason(sess)
+		data["SeesOutageReason"] = c.seesOutageReason(w, r, sess)
 	}
 	c.render(w, http.StatusOK, "rules", data)
 }
