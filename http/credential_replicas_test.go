@@ -3,6 +3,7 @@ package http_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/vdibroker/vdibroker"
 	vhttp "github.com/vdibroker/vdibroker/http"
@@ -52,5 +53,48 @@ func TestCredentialRevokedOnAnotherReplica(t *testing.T) {
 	wantCode(t, err, vdibroker.EUnauthenticated, "revoked")
 	if _, err := e.store.GetSessionHost(ctx, "creds", host); vdibroker.ErrorCode(err) != vdibroker.ENotFound {
 		t.Errorf("the deleted host after its old credential's heartbeat: %v, want NotFound", err)
+	}
+}
+
+// TestAPITokenRevokedOnAnotherReplica_RSEC: an administrator's API token
+// (Reader, Helpdesk, Contributor) revoked through one replica is refused
+// by the others at their next request, and one past its expiry by every
+// replica at once (R-SEC): no replica keeps a token it has seen. On
+// SQLite, and on PostgreSQL when VDIBROKER_TEST_POSTGRES_DSN is set.
+func TestAPITokenRevokedOnAnotherReplica_RSEC(t *testing.T) {
+	t.Run("sqlite", func(t *testing.T) { testTokenRevokedOnAnotherReplica(t, envOptions{replicas: 2}) })
+	t.Run("postgres", func(t *testing.T) { testTokenRevokedOnAnotherReplica(t, envOptions{dsn: postgresDSN(t), replicas: 2}) })
+}
+
+func testTokenRevokedOnAnotherReplica(t *testing.T, o envOptions) {
+	e := newEnvWith(t, o)
+	ctx := context.Background()
+	for _, role := range []string{vdibroker.RoleReader, vdibroker.RoleHelpdesk, vdibroker.RoleContributor} {
+		revoked, err := e.admin.CreateToken(ctx, vhttp.TokenRequest{Role: role, Subject: uniq("revoked-" + role)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		expiring, err := e.admin.CreateToken(ctx, vhttp.TokenRequest{Role: role, Subject: uniq("expiring-" + role), ExpiresInSeconds: 60})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Each replica has seen both tokens answered.
+		for i := range 2 {
+			for _, tok := range []string{revoked.Secret, expiring.Secret} {
+				if _, err := e.client(i, tok).ListHostPools(ctx); err != nil {
+					t.Fatalf("%s token on replica %d before: %v", role, i, err)
+				}
+			}
+		}
+		if err := e.client(1, adminToken).DeleteToken(ctx, revoked.ID); err != nil {
+			t.Fatal(err)
+		}
+		_, err = e.client(0, revoked.Secret).ListHostPools(ctx)
+		wantCode(t, err, vdibroker.EUnauthenticated, "token revoked at")
+		e.clock.Advance(61 * time.Second)
+		for i := range 2 {
+			_, err = e.client(i, expiring.Secret).ListHostPools(ctx)
+			wantCode(t, err, vdibroker.EUnauthenticated, "token expired at")
+		}
 	}
 }
