@@ -243,7 +243,7 @@ const appGroupJSON = `{"hostPool": "{pool}", "applicationGroupType": "RemoteApp"
 // matrixCred is one kind of credential and what it may do.
 type matrixCred struct {
 	name string
-	// role is Admin, Contributor, Reader or User; "" for a credential
+	// role is Admin, Contributor, Helpdesk, Reader, User or Gateway; "" for a credential
 	// that is no API principal.
 	role   string
 	scoped bool   // scoped to pin only
@@ -286,7 +286,8 @@ func newMatrixWorld(t *testing.T) *matrixWorld {
 		secretFile:   string(w.secret),
 		clientSecret: "matrix-secret",
 		roles: "groups:\n  ops:\n    role: Contributor\n  pin-ops:\n    role: Contributor\n    hostPools: [pin]\n" +
-			"  readers:\n    role: Reader\n  pin-users:\n    role: User\n    hostPools: [pin]\n",
+			"  readers:\n    role: Reader\n  pin-users:\n    role: User\n    hostPools: [pin]\n" +
+			"  desk:\n    role: Helpdesk\n  pin-desk:\n    role: Helpdesk\n    hostPools: [pin]\n",
 	} {
 		if err := os.WriteFile(f, []byte(content), 0o600); err != nil {
 			t.Fatal(err)
@@ -527,6 +528,20 @@ func TestRouteCredentialMatrix_RSEC(t *testing.T) {
 		{name: "OIDC Contributor", role: "Contributor", secret: mint("ops")},
 		{name: "OIDC scoped Contributor", role: "Contributor", scoped: true, secret: mint("pin-ops")},
 		{name: "OIDC scoped User alice", role: "User", user: "alice", scoped: true, secret: mint("pin-users")},
+		{name: "OIDC Helpdesk", role: "Helpdesk", secret: mint("desk")},
+		{name: "OIDC scoped Helpdesk", role: "Helpdesk", scoped: true, secret: mint("pin-desk")},
+		// A Contributor's token revoked (token delete): every API route
+		// refuses it, 401, as a token never issued.
+		{name: "revoked Contributor", secret: func(t *testing.T, w *matrixWorld) string {
+			tr, err := w.admin.CreateToken(context.Background(), vhttp.TokenRequest{Role: "Contributor", Subject: "gone"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := w.admin.DeleteToken(context.Background(), tr.ID); err != nil {
+				t.Fatal(err)
+			}
+			return tr.Secret
+		}},
 		{name: "Gateway token", role: "Gateway", secret: tok("Gateway", "rdgw-1", nil)},
 		{name: "federation peer", signed: true, secret: func(*testing.T, *matrixWorld) string { return "" }},
 		{name: "portal's single sign-on alice", role: "User", user: "alice", secret: func(*testing.T, *matrixWorld) string { return "" },
