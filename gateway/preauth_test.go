@@ -441,13 +441,18 @@ func TestFullGatewayEvictsHandshakes(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			clk := clocktesting.NewFakeClock(time.Now()) // the handshakes do not time out
 			e := newEnv(t, func(c *Config) { c.Clock = clk; c.MaxTunnels = 2 })
-			older, newer := e.rawDial(ws), e.rawDial(ws)
+			// One at a time: a WebSocket's handshake is registered after
+			// its upgrade is answered, so the second dial's could be
+			// registered first, and the "older" be the newer.
+			older := e.rawDial(ws)
+			waitFor(t, "the older handshake held", func() bool { return e.gw.Stats().Tunnels == 1 })
+			newer := e.rawDial(ws)
+			waitFor(t, "two handshakes held", func() bool { return e.gw.Stats().Tunnels == 2 })
 			for _, c := range []*ClientConn{older, newer} {
 				for _, d := range c.deadliners {
 					d.SetDeadline(time.Now().Add(10 * time.Second))
 				}
 			}
-			waitFor(t, "two handshakes held", func() bool { return e.gw.Stats().Tunnels == 2 })
 			// answers says whether c's handshake is still served.
 			answers := func(c *ClientConn) bool {
 				if err := c.fr.WriteMessage(&tsgu.HandshakeRequest{VerMajor: 1, ExtendedAuth: tsgu.ExtendedAuthPAA}); err != nil {
