@@ -744,3 +744,46 @@ func TestAppGroupListPoolFilter_ScopeTellsNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestAppConnectNotEntitledLearnsNothing_RE3: an end user's application
+// connect to a group she is not entitled to is 403 NotEntitled naming
+// the user and the group, whatever the group is: another pool's Desktop
+// group (which answered 400 naming its pool, the address of its desktop)
+// and a group that does not exist (which answered 404) alike, so her
+// token cannot list the groups and pools she may not open. One entitled
+// to a Desktop group is still told where its desktop opens.
+func TestAppConnectNotEntitledLearnsNothing_RE3(t *testing.T) {
+	e := newEnvWith(t, envOptions{maintenance: time.Hour})
+	ctx := context.Background()
+	e.pool("hr-secret-pool", nil)
+	e.addHosts("hr-secret-pool", "hr", 1)
+	e.desktopFor("hr-secret-pool", vdibroker.Assignments{Groups: []string{"HR"}})
+	if _, err := e.admin.PutApplicationGroup(ctx, "hr-apps", map[string]any{"hostPool": "hr-secret-pool", "applicationGroupType": "RemoteApp",
+		"assignments": map[string]any{"groups": []string{"HR"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.admin.PutApplication(ctx, "hr-apps", "payroll", map[string]any{"filePath": `C:\HR\payroll.exe`}); err != nil {
+		t.Fatal(err)
+	}
+	frank := e.client(0, e.userToken("frank", []string{"Sales"}))
+	for _, group := range []string{"hr-secret-pool-desktops", "hr-apps", "no-such-group"} {
+		_, err := frank.ConnectApplication(ctx, group, vdibroker.AppConnectRequest{User: "frank", Application: "payroll"})
+		ve := wantCode(t, err, vdibroker.ENotEntitled, `"frank"`, fmt.Sprintf("application group %q", group))
+		if strings.Contains(ve.Message, "hr-secret-pool/") || strings.Contains(ve.Message, "Desktop") {
+			t.Errorf("%s: the refusal tells what the group is: %q", group, ve.Message)
+		}
+		// Another user's name is refused as such first.
+		_, err = frank.ConnectApplication(ctx, group, vdibroker.AppConnectRequest{User: "hr-boss", Application: "payroll"})
+		wantCode(t, err, vdibroker.EPermission)
+	}
+	// Entitled to the Desktop group: told where its desktop opens.
+	hr := e.client(0, e.userToken("hanna", []string{"hr"}))
+	_, err := hr.ConnectApplication(ctx, "hr-secret-pool-desktops", vdibroker.AppConnectRequest{User: "hanna", Application: "payroll"})
+	wantCode(t, err, vdibroker.EInvalid, "Desktop group", "/api/v1/hostpools/hr-secret-pool/connect")
+	if a, err := hr.ConnectApplication(ctx, "hr-apps", vdibroker.AppConnectRequest{User: "hanna", Application: "payroll", DryRun: true}); err != nil || a.HostPool != "hr-secret-pool" {
+		t.Errorf("hanna's payroll: %+v, %v", a, err)
+	}
+	if l := e.openSessions("hr-secret-pool"); len(l) != 0 {
+		t.Errorf("refused and dry-run connects stored %d sessions", len(l))
+	}
+}
