@@ -787,3 +787,39 @@ func TestAppConnectNotEntitledLearnsNothing_RE3(t *testing.T) {
 		t.Errorf("refused and dry-run connects stored %d sessions", len(l))
 	}
 }
+
+// TestGlobalConnectNotEntitledLearnsNothing_RE9_RE3: an end user's
+// connect to a global entitlement she is not entitled to, or to none of
+// that name, is one answer, 403 NotEntitled naming her and the name
+// (a missing one answered 404), so her token cannot list the
+// federation's entitlements.
+func TestGlobalConnectNotEntitledLearnsNothing_RE9_RE3(t *testing.T) {
+	envs := fedPodsOn(t, "", 1, 1, 5, vdibroker.DistributionNone, false, nil)
+	e := envs[0]
+	ctx := t.Context()
+	st, err := e.admin.GetFederation(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := *st.Document
+	doc.Generation++
+	doc.GlobalEntitlements[0].Groups = []string{"Office"}
+	if _, err := e.admin.PutFederation(ctx, &doc); err != nil {
+		t.Fatal(err)
+	}
+	frank := e.client(0, e.userToken("frank", []string{"Sales"}))
+	for _, name := range []string{"office", "no-such-entitlement"} {
+		_, err := frank.GlobalConnect(ctx, name, vdibroker.GlobalConnectRequest{User: "frank", DryRun: true})
+		wantCode(t, err, vdibroker.ENotEntitled, `"frank"`, fmt.Sprintf("global entitlement %q", name))
+		// Another user's name is refused as such first.
+		_, err = frank.GlobalConnect(ctx, name, vdibroker.GlobalConnectRequest{User: "olga", DryRun: true})
+		wantCode(t, err, vdibroker.EPermission)
+	}
+	// An administrator is told the name is none.
+	_, err = e.admin.GlobalConnect(ctx, "no-such-entitlement", vdibroker.GlobalConnectRequest{User: "frank", DryRun: true})
+	wantCode(t, err, vdibroker.ENotFound)
+	olga := e.client(0, e.userToken("olga", []string{"office"}))
+	if _, err := olga.GlobalConnect(ctx, "office", vdibroker.GlobalConnectRequest{User: "olga", DryRun: true}); err != nil {
+		t.Errorf("olga, of group Office: %v", err)
+	}
+}
