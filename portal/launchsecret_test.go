@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/vdibroker/vdibroker/internal/syncbuf"
+	"github.com/vdibroker/vdibroker/portal"
 )
 
 // TestLaunchIDNotInTheAccessLog_RSEC_RU7: a launch's id is its secret
@@ -54,5 +55,42 @@ func TestLaunchIDNotInTheAccessLog_RSEC_RU7(t *testing.T) {
 		if !seen[want] {
 			t.Errorf("no access line of %s; the paths logged: %v", want, seen)
 		}
+	}
+}
+
+// TestLaunchFileHEADTakesNothing_RU7: the mux sends a HEAD to the file's
+// GET handler, and the file is handed once: a HEAD (a link checker's, a
+// download manager's asking the size first) is 405 with Allow: GET and
+// leaves the file for her GET, which a HEAD that took it would have lost
+// (its answer has no body). A HEAD is no form: it is not refused as a
+// forged one, which audited its path, the launch's id.
+func TestLaunchFileHEADTakesNothing_RU7(t *testing.T) {
+	rec := &refusals{}
+	e := newEnv(t, func(c *portal.Config) { c.Refusals = rec })
+	alice := e.browser()
+	csrf := alice.signIn(e.userToken("alice"))
+	launch := alice.launch(csrf, "desktop:desk")
+	if s := alice.await(launch, ended); s.State != "ready" {
+		t.Fatalf("alice's launch: %+v", s)
+	}
+	for range 2 {
+		req, _ := http.NewRequest(http.MethodHead, alice.url+launch+"/file", nil)
+		res, _ := alice.do(req)
+		if res.StatusCode != http.StatusMethodNotAllowed || res.Header.Get("Allow") != "GET" {
+			t.Errorf("HEAD of the file: %d, Allow %q; want 405, Allow GET", res.StatusCode, res.Header.Get("Allow"))
+		}
+	}
+	// Nor is it a forged form (it carries none): refused 403 as one, it
+	// was recorded for the audit trail with its path, the launch's id.
+	if got := rec.list(); len(got) != 0 {
+		t.Errorf("HEADs recorded as refusals: %q", got)
+	}
+	res, body := alice.get(launch + "/file")
+	if res.StatusCode != http.StatusOK || res.Header.Get("Content-Type") != "application/x-rdp" || !strings.Contains(body, "full address:s:") {
+		t.Fatalf("the file after HEADs: %d %q %q", res.StatusCode, res.Header.Get("Content-Type"), body)
+	}
+	// Handed once: the GET took it.
+	if res, _ := alice.get(launch + "/file"); res.StatusCode != http.StatusNotFound {
+		t.Errorf("the file again: %d, want 404", res.StatusCode)
 	}
 }
