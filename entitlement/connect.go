@@ -19,6 +19,17 @@ func (s *Service) ConnectApplication(ctx context.Context, group string, req vdib
 	if req.Application == "" {
 		return nil, vdibroker.FieldError("application", "is required: the name of an application of the group (%d..%d characters)", vdibroker.MinAppNameLen, vdibroker.MaxAppNameLen)
 	}
+	creq := vdibroker.ConnectRequest{User: req.User, DryRun: req.DryRun, Wait: req.Wait}
+	p := vdibroker.PrincipalFrom(ctx)
+	if p.EndUser() {
+		// Her entitlement first (R-E3): to a group she may not open, or
+		// none, the answer is NotEntitled alone, not NotFound, nor a
+		// Desktop group's pool below: her token would list the groups and
+		// pools she may not open.
+		if err := s.authorizeEndUser(ctx, p, vdibroker.Resource{ApplicationGroup: group}, &creq); err != nil {
+			return nil, err
+		}
+	}
 	g, err := s.ApplicationGroup(ctx, group)
 	if err != nil {
 		return nil, err
@@ -26,9 +37,9 @@ func (s *Service) ConnectApplication(ctx context.Context, group string, req vdib
 	if g.ApplicationGroupType != vdibroker.AppGroupRemoteApp {
 		return nil, vdibroker.FieldError("applicationGroup", "application group %q is a %s group: open its desktop with POST /api/v1/hostpools/%s/connect", g.Name, g.ApplicationGroupType, g.HostPool)
 	}
-	creq := vdibroker.ConnectRequest{User: req.User, DryRun: req.DryRun, Wait: req.Wait}
-	if p := vdibroker.PrincipalFrom(ctx); p.EndUser() {
-		if err := s.authorizeEndUser(ctx, p, vdibroker.Resource{HostPool: g.HostPool, ApplicationGroup: g.Name}, &creq); err != nil {
+	if p.EndUser() {
+		// The group's pool within her token's pools, if it names any.
+		if err := vdibroker.Authorize(p, vdibroker.ActionConnect, vdibroker.Target{HostPool: g.HostPool, For: &vdibroker.UserIdentity{User: creq.User}}); err != nil {
 			return nil, err
 		}
 	}

@@ -744,3 +744,82 @@ func TestAppGroupListPoolFilter_ScopeTellsNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestAppConnectNotEntitledLearnsNothing_RE3: an end user's application
+// connect to a group she is not entitled to is 403 NotEntitled naming
+// the user and the group, whatever the group is: another pool's Desktop
+// group (which answered 400 naming its pool, the address of its desktop)
+// and a group that does not exist (which answered 404) alike, so her
+// token cannot list the groups and pools she may not open. One entitled
+// to a Desktop group is still told where its desktop opens.
+func TestAppConnectNotEntitledLearnsNothing_RE3(t *testing.T) {
+	e := newEnvWith(t, envOptions{maintenance: time.Hour})
+	ctx := context.Background()
+	e.pool("hr-secret-pool", nil)
+	e.addHosts("hr-secret-pool", "hr", 1)
+	e.desktopFor("hr-secret-pool", vdibroker.Assignments{Groups: []string{"HR"}})
+	if _, err := e.admin.PutApplicationGroup(ctx, "hr-apps", map[string]any{"hostPool": "hr-secret-pool", "applicationGroupType": "RemoteApp",
+		"assignments": map[string]any{"groups": []string{"HR"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.admin.PutApplication(ctx, "hr-apps", "payroll", map[string]any{"filePath": `C:\HR\payroll.exe`}); err != nil {
+		t.Fatal(err)
+	}
+	frank := e.client(0, e.userToken("frank", []string{"Sales"}))
+	for _, group := range []string{"hr-secret-pool-desktops", "hr-apps", "no-such-group"} {
+		_, err := frank.ConnectApplication(ctx, group, vdibroker.AppConnectRequest{User: "frank", Application: "payroll"})
+		ve := wantCode(t, err, vdibroker.ENotEntitled, `"frank"`, fmt.Sprintf("application group %q", group))
+		if strings.Contains(ve.Message, "hr-secret-pool/") || strings.Contains(ve.Message, "Desktop") {
+			t.Errorf("%s: the refusal tells what the group is: %q", group, ve.Message)
+		}
+		// Another user's name is refused as such first.
+		_, err = frank.ConnectApplication(ctx, group, vdibroker.AppConnectRequest{User: "hr-boss", Application: "payroll"})
+		wantCode(t, err, vdibroker.EPermission)
+	}
+	// Entitled to the Desktop group: told where its desktop opens.
+	hr := e.client(0, e.userToken("hanna", []string{"hr"}))
+	_, err := hr.ConnectApplication(ctx, "hr-secret-pool-desktops", vdibroker.AppConnectRequest{User: "hanna", Application: "payroll"})
+	wantCode(t, err, vdibroker.EInvalid, "Desktop group", "/api/v1/hostpools/hr-secret-pool/connect")
+	if a, err := hr.ConnectApplication(ctx, "hr-apps", vdibroker.AppConnectRequest{User: "hanna", Application: "payroll", DryRun: true}); err != nil || a.HostPool != "hr-secret-pool" {
+		t.Errorf("hanna's payroll: %+v, %v", a, err)
+	}
+	if l := e.openSessions("hr-secret-pool"); len(l) != 0 {
+		t.Errorf("refused and dry-run connects stored %d sessions", len(l))
+	}
+}
+
+// TestGlobalConnectNotEntitledLearnsNothing_RE9_RE3: an end user's
+// connect to a global entitlement she is not entitled to, or to none of
+// that name, is one answer, 403 NotEntitled naming her and the name
+// (a missing one answered 404), so her token cannot list the
+// federation's entitlements.
+func TestGlobalConnectNotEntitledLearnsNothing_RE9_RE3(t *testing.T) {
+	envs := fedPodsOn(t, "", 1, 1, 5, vdibroker.DistributionNone, false, nil)
+	e := envs[0]
+	ctx := t.Context()
+	st, err := e.admin.GetFederation(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := *st.Document
+	doc.Generation++
+	doc.GlobalEntitlements[0].Groups = []string{"Office"}
+	if _, err := e.admin.PutFederation(ctx, &doc); err != nil {
+		t.Fatal(err)
+	}
+	frank := e.client(0, e.userToken("frank", []string{"Sales"}))
+	for _, name := range []string{"office", "no-such-entitlement"} {
+		_, err := frank.GlobalConnect(ctx, name, vdibroker.GlobalConnectRequest{User: "frank", DryRun: true})
+		wantCode(t, err, vdibroker.ENotEntitled, `"frank"`, fmt.Sprintf("global entitlement %q", name))
+		// Another user's name is refused as such first.
+		_, err = frank.GlobalConnect(ctx, name, vdibroker.GlobalConnectRequest{User: "olga", DryRun: true})
+		wantCode(t, err, vdibroker.EPermission)
+	}
+	// An administrator is told the name is none.
+	_, err = e.admin.GlobalConnect(ctx, "no-such-entitlement", vdibroker.GlobalConnectRequest{User: "frank", DryRun: true})
+	wantCode(t, err, vdibroker.ENotFound)
+	olga := e.client(0, e.userToken("olga", []string{"office"}))
+	if _, err := olga.GlobalConnect(ctx, "office", vdibroker.GlobalConnectRequest{User: "olga", DryRun: true}); err != nil {
+		t.Errorf("olga, of group Office: %v", err)
+	}
+}

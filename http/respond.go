@@ -53,7 +53,7 @@ func writeError(w nethttp.ResponseWriter, r *nethttp.Request, s *Server, err err
 	code := vdibroker.ErrorCode(err)
 	e := &vdibroker.Error{Code: code, Message: vdibroker.ErrorMessage(err), Field: vdibroker.ErrorField(err), Reason: vdibroker.ErrorReason(err)}
 	if code == vdibroker.EInternal {
-		s.loggerFrom(r.Context()).Error("internal error", "method", r.Method, "path", r.URL.Path, "err", err)
+		s.loggerFrom(r.Context()).Error("internal error", "method", r.Method, "path", logPath(r.URL.Path), "err", err)
 		e.Field, e.Reason = "", ""
 	}
 	if code == vdibroker.EUnauthenticated {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"log/slog"
 	nethttp "net/http"
+	"path"
 	"regexp"
 	"runtime/debug"
 	"slices"
@@ -345,8 +346,9 @@ func (s *Server) middleware(next nethttp.Handler) nethttp.Handler {
 		}()
 		sw := &statusWriter{ResponseWriter: w}
 		start := time.Now()
-		// The path as a log line keeps it: an anonymous caller chooses it.
-		path := vdibroker.Cut(r.URL.Path, vdibroker.MaxAuditField)
+		// The path as a log line keeps it: an anonymous caller chooses it;
+		// a secret in it is left out (logPath).
+		path := logPath(r.URL.Path)
 		defer func() {
 			if p := recover(); p != nil {
 				if p == nethttp.ErrAbortHandler {
@@ -384,6 +386,38 @@ func (s *Server) middleware(next nethttp.Handler) nethttp.Handler {
 		}
 		next.ServeHTTP(sw, r)
 	})
+}
+
+// secretPathPrefixes are the paths whose next segment is a secret: a
+// portal launch's id (GET /portal/launches/{id}, its /status and /file)
+// is the key its .rdp file is sealed with, asked for at every poll of
+// the launch's page (R-SEC, R-U7). No API, console, gateway or pod-to-pod
+// route carries one: their ids (a session's, a token's, a registration
+// token's) name what they act on and open nothing.
+var secretPathPrefixes = []string{"/portal/launches/"}
+
+// logPath is p as a log line writes it (R-SEC): the segment after a
+// secretPathPrefixes prefix replaced by "{id}", as the route names it
+// (/portal/launches/{id}/status), so the log, which operators read and
+// ship elsewhere, opens no user's launch; and at most
+// vdibroker.MaxAuditField long. The prefix is looked for in the cleaned
+// path, as the mux routes it (a path of "//" or "." segments, which it
+// redirects, holds the secret all the same).
+func logPath(p string) string {
+	clean := path.Clean(p)
+	for _, prefix := range secretPathPrefixes {
+		rest, ok := strings.CutPrefix(clean, prefix)
+		if !ok {
+			continue
+		}
+		if _, tail, found := strings.Cut(rest, "/"); found {
+			p = prefix + "{id}/" + tail
+		} else {
+			p = prefix + "{id}"
+		}
+		break
+	}
+	return vdibroker.Cut(p, vdibroker.MaxAuditField)
 }
 
 // apiPathSegments refuses an API path with a "." or ".." segment, or an

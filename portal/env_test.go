@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -60,6 +61,9 @@ type env struct {
 	fedSecret []byte
 	// close stops serving the first replica's address.
 	close func()
+	// logger, when set, is the log of the replicas served from then on
+	// (the server's access lines among them).
+	logger *slog.Logger
 }
 
 // advance moves the broker's clock forward by d.
@@ -132,7 +136,7 @@ func newEnvAt(t testing.TB, adjust func(*portal.Config), pod, site string, fedSe
 // mounted, on 127.0.0.1.
 func (e *env) serve(st vdibroker.Store, adjust func(*portal.Config)) (*testserver.Server, *portal.Portal, string) {
 	cfg := testserver.Config{Store: st, AdminToken: adminToken, PowerDrivers: power.Set{"sim": &power.Simulated{Now: e.now}},
-		MaintenanceInterval: time.Hour, Now: e.now, Pod: e.pod, Site: e.site}
+		MaintenanceInterval: time.Hour, Now: e.now, Pod: e.pod, Site: e.site, Logger: e.logger}
 	if e.fedSecret != nil {
 		peers := vhttp.NewPodClient(e.pod, e.fedSecret)
 		peers.Now = e.now // signed by the same clock the peers check with

@@ -518,8 +518,16 @@ func (p *Portal) status(rq *request) {
 }
 
 // file hands the launch's .rdp file, once: the row is taken from the
-// database, so of two replicas asked at once one hands it.
+// database, so of two replicas asked at once one hands it. A HEAD (which
+// the mux sends to a GET's handler: a link checker's, a download
+// manager's) is 405 with Allow: GET and takes nothing: its answer has no
+// body, so the file it took would be lost to her.
 func (p *Portal) file(rq *request) {
+	if rq.r.Method != http.MethodGet {
+		rq.w.Header().Set("Allow", http.MethodGet)
+		rq.w.WriteHeader(http.StatusMethodNotAllowed)
+		return
+	}
 	secret := rq.r.PathValue("id")
 	now := p.clock.Now()
 	l, err := p.cfg.Launches.TakePortalLaunch(rq.r.Context(), vdibroker.HashSecret(secret), owner(rq), now)

@@ -305,12 +305,18 @@ type request struct {
 	name string
 }
 
-// signedIn wraps a handler: no valid sign-in sends a GET to the sign-in
-// page and refuses anything else (401); every POST must carry the
-// session's CSRF token from this site. A single sign-on session's ID
-// token is verified again on every request (it expires with it).
+// signedIn wraps a handler: no valid sign-in sends a GET (or HEAD) to
+// the sign-in page and refuses anything else (401); every POST must
+// carry the session's CSRF token from this site. A HEAD, which the mux
+// sends to a GET's handler, is a GET's answer without its body, no
+// form: refused as a forged one, it was recorded for the audit trail
+// with its path, a launch's secret id in it (R-U7); a handler that
+// changes something on a GET says what a HEAD does (the file's, once).
+// A single sign-on session's ID token is verified again on every
+// request (it expires with it).
 func (p *Portal) signedIn(h func(*request)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		safe := r.Method == http.MethodGet || r.Method == http.MethodHead
 		sess := p.web.Get(r)
 		var who *vdibroker.Principal
 		var name string
@@ -322,7 +328,7 @@ func (p *Portal) signedIn(h func(*request)) http.HandlerFunc {
 			}
 		}
 		if sess == nil {
-			if r.Method == http.MethodGet {
+			if safe {
 				http.Redirect(w, r, SigninPath+"?next="+url.QueryEscape(returnTo(r)), http.StatusSeeOther)
 				return
 			}
@@ -337,7 +343,7 @@ func (p *Portal) signedIn(h func(*request)) http.HandlerFunc {
 			p.errorPage(w, r, http.StatusUnauthorized, id)
 			return
 		}
-		if r.Method != http.MethodGet && (!webguard.SameOrigin(r) || !webguard.Equal(r.PostFormValue("csrf"), sess.CSRF)) {
+		if !safe && (!webguard.SameOrigin(r) || !webguard.Equal(r.PostFormValue("csrf"), sess.CSRF)) {
 			// Recorded as the refused sign-ins are (R-U7; counted per
 			// address, the audit's bound): a forged form is what it
 			// catches.

@@ -105,8 +105,9 @@ func TestCLIGlobalEntitlementConnect(t *testing.T) {
 	}
 	// A name the pod does not know: the admin is told the near one; hal,
 	// whose User token may connect but not read or list global
-	// entitlements, gets the broker's answer alone (the CLI's read of the
-	// name to find what is missing is refused).
+	// entitlements, is NotEntitled, as to any entitlement not his (R-E3:
+	// a NotFound told his token which names the federation has), and the
+	// CLI reads nothing to find a near name.
 	for _, tt := range []struct {
 		token string
 		args  []string
@@ -114,7 +115,8 @@ func TestCLIGlobalEntitlementConnect(t *testing.T) {
 	}{
 		{m.AdminToken, []string{"globalentitlement", "show", "--name", "ofice"}, `error: global entitlement "ofice" not found (did you mean "office"?)`},
 		{m.AdminToken, []string{"globalentitlement", "connect", "--name", "ofice", "--user", "hal@contoso.com"}, `error: global entitlement "ofice" not found (did you mean "office"?)`},
-		{ut.Secret, []string{"globalentitlement", "connect", "--name", "ofice", "--user", "hal@contoso.com"}, `error: global entitlement "ofice" not found`},
+		{ut.Secret, []string{"globalentitlement", "connect", "--name", "ofice", "--user", "hal@contoso.com"},
+			`error: user "hal@contoso.com" is not entitled to global entitlement "ofice": an administrator assigns it to the user, or to one of their groups`},
 	} {
 		if r = cliAs(tt.token, tt.args...); r.code != 1 || strings.TrimSuffix(r.stderr, "\n") != tt.want {
 			t.Errorf("%v: exit %d, stderr %q; want 1, %q", tt.args, r.code, r.stderr, tt.want)

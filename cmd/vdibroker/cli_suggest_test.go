@@ -162,7 +162,9 @@ func TestCLINotFoundHintOnePage(t *testing.T) {
 // read the broker would refuse: such a refusal is an audit entry of a
 // request the user never made ("GET /api/v1/applicationgroups/{name}
 // refused"), counted against the token's budget of written refusals. The
-// logoff's own refusal is the user's, and stays.
+// logoff's own refusal is the user's, and stays. A mistyped group on
+// connect is NotEntitled, as any group not hers (R-E3): a NotFound told
+// her token which groups exist.
 func TestCLINotFoundHintUserToken(t *testing.T) {
 	b := suggestWorld(t)
 	secret := strings.TrimSpace(b.ok("token", "create", "--role", "User", "--subject", "hal@contoso.com", "--query", "token", "-o", "tsv"))
@@ -171,7 +173,7 @@ func TestCLINotFoundHintUserToken(t *testing.T) {
 		want string
 	}{
 		{[]string{"application", "connect", "--application-group", "ofice-apps", "--name", "excel", "--user", "hal@contoso.com"},
-			`error: application group "ofice-apps" not found`},
+			`error: user "hal@contoso.com" is not entitled to application group "ofice-apps": an administrator assigns it to the user, or to one of their groups`},
 		{[]string{"usersession", "logoff", "--host-pool", "contosohp1", "--id", "0123456789abcdef"},
 			`error: user session "0123456789abcdef" not found in host pool "contosohp1"`},
 	} {

@@ -353,17 +353,19 @@ func (g *Service) Connect(ctx context.Context, name string, req vdibroker.Global
 		return nil, err
 	}
 	ge := doc.Entitlement(name)
-	if ge == nil {
-		return nil, vdibroker.Errorf(vdibroker.ENotFound, "global entitlement %q not found", name)
-	}
 	// R-E9: an end user is entitled by the entitlement's users, groups or
 	// allUsers, with the groups of their identity (which home sites use
-	// too); the pods then connect them on the entitlement's behalf.
+	// too); the pods then connect them on the entitlement's behalf. To
+	// one of no such name she is told the same (R-E3), not NotFound: her
+	// token would list the entitlements she may not open.
 	if p := vdibroker.PrincipalFrom(ctx); p.EndUser() {
 		req.Groups = p.Groups
-		if ge.Grants(vdibroker.UserIdentity{User: req.User, Groups: req.Groups}) == nil {
-			return nil, vdibroker.NotEntitled(req.User, vdibroker.Resource{GlobalEntitlement: ge.Name})
+		if ge == nil || ge.Grants(vdibroker.UserIdentity{User: req.User, Groups: req.Groups}) == nil {
+			return nil, vdibroker.NotEntitled(req.User, vdibroker.Resource{GlobalEntitlement: name})
 		}
+	}
+	if ge == nil {
+		return nil, vdibroker.Errorf(vdibroker.ENotFound, "global entitlement %q not found", name)
 	}
 	// One user's connects to one entitlement, one at a time on this pod,
 	// so they do not make two sessions in two pods.
