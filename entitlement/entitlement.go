@@ -156,30 +156,54 @@ func (s *Service) Entitled(ctx context.Context, who vdibroker.UserIdentity, r vd
 }
 
 // maxDecisions bounds the outage answers kept (R-E11): only authenticated
-// end users' connects add one, and when it is full it starts again.
+// end users' connects add one. Grants and refusals are bounded apart,
+// each starting again when full: any end user adds refusals at will
+// (names of resources that are not hers, or do not exist, up to her
+// write budget), and filling one map together would drop every other
+// user's grants, which only the directory's assignments make.
 const maxDecisions = 100000
 
 // decisionCache keeps the last Entitled answer read from the store per
-// identity and resource (nil: not entitled).
+// identity and resource: a grant in granted, a refusal in refused.
 type decisionCache struct {
-	mu sync.Mutex
-	m  map[string]*vdibroker.Grant
+	mu      sync.Mutex
+	granted map[string]*vdibroker.Grant
+	refused map[string]struct{}
+	max     int // maxDecisions when 0
 }
 
 func (c *decisionCache) get(key string) (*vdibroker.Grant, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	g, ok := c.m[key]
-	return g, ok
+	if g, ok := c.granted[key]; ok {
+		return g, true
+	}
+	_, ok := c.refused[key]
+	return nil, ok
 }
 
+// put keeps g (nil: a refusal) as key's answer, in place of the other
+// kind's.
 func (c *decisionCache) put(key string, g *vdibroker.Grant) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.m == nil || len(c.m) >= maxDecisions {
-		c.m = map[string]*vdibroker.Grant{}
+	limit := c.max
+	if limit == 0 {
+		limit = maxDecisions
 	}
-	c.m[key] = g
+	if g == nil {
+		delete(c.granted, key)
+		if c.refused == nil || len(c.refused) >= limit {
+			c.refused = map[string]struct{}{}
+		}
+		c.refused[key] = struct{}{}
+		return
+	}
+	delete(c.refused, key)
+	if c.granted == nil || len(c.granted) >= limit {
+		c.granted = map[string]*vdibroker.Grant{}
+	}
+	c.granted[key] = g
 }
 
 // decisionKey names an identity and a resource: the user's and groups'

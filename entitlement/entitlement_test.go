@@ -131,3 +131,36 @@ func TestDecisionKeyBounded(t *testing.T) {
 		keys[k] = name
 	}
 }
+
+// TestRefusalsKeepGrants (R-E11, R-SEC): an end user's connects to
+// resources that are not hers, or do not exist, fill the outage answers'
+// refusals, never its grants: during the outage that follows, another
+// user's grant read before them is still answered, and a grant that
+// became a refusal (her assignment removed) is refused, not granted.
+func TestRefusalsKeepGrants(t *testing.T) {
+	st := &downStore{groups: []*vdibroker.ApplicationGroup{{Name: "p1-dag", HostPool: "p1", ApplicationGroupType: vdibroker.AppGroupDesktop,
+		Assignments: vdibroker.Assignments{Users: []string{"alice", "carol"}}}}}
+	s := New(Config{Store: st})
+	s.decisions.max = 50
+	ctx := context.Background()
+	desk := vdibroker.Resource{HostPool: "p1"}
+	for _, u := range []string{"alice", "carol"} {
+		if _, err := s.Entitled(ctx, vdibroker.UserIdentity{User: u}, desk); err != nil {
+			t.Fatalf("%s while up: %v", u, err)
+		}
+	}
+	for i := range 3 * s.decisions.max { // mallory's made-up pools
+		s.Entitled(ctx, vdibroker.UserIdentity{User: "mallory"}, vdibroker.Resource{HostPool: "x" + strconv.Itoa(i)})
+	}
+	st.groups[0].Assignments.Users = []string{"alice"} // carol's taken away
+	if _, err := s.Entitled(ctx, vdibroker.UserIdentity{User: "carol"}, desk); vdibroker.ErrorCode(err) != vdibroker.ENotEntitled {
+		t.Fatalf("carol while up, after her assignment went: %v, want NotEntitled", err)
+	}
+	st.down = true
+	if g, err := s.Entitled(ctx, vdibroker.UserIdentity{User: "alice"}, desk); err != nil || g == nil {
+		t.Errorf("alice while down, after %d refusals of mallory: %v, %v; want her grant", 3*s.decisions.max, g, err)
+	}
+	if _, err := s.Entitled(ctx, vdibroker.UserIdentity{User: "carol"}, desk); vdibroker.ErrorCode(err) != vdibroker.ENotEntitled {
+		t.Errorf("carol while down: %v, want NotEntitled (her grant became a refusal)", err)
+	}
+}
