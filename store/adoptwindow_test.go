@@ -48,3 +48,44 @@ func TestAdoptionBudgetCountsByAdoptionTime_RS2_RSEC(t *testing.T) {
 		beat(t0.Add(vdibroker.AdoptionWindow+time.Minute), 3, 2*max)
 	})
 }
+
+// TestAdoptTimeMigrationKeepsTheBudget_RS2: migration 00079 gives the
+// sessions adopted before it their create time as adopt_time, so a host
+// that used its hour's adoptions just before the upgrade does not adopt
+// as many again just after it.
+func TestAdoptTimeMigrationKeepsTheBudget_RS2(t *testing.T) {
+	run(t, func(t *testing.T, tg target) {
+		ctx := t.Context()
+		s := tg.open(t, store.Options{})
+		mustPool(t, s, pool("mg", vdibroker.Pooled))
+		mustHost(t, s, "mg", "h1")
+		max := vdibroker.MaxAdoptions(vdibroker.NoSessionLimit)
+		var reported []vdibroker.AgentSession
+		beat := func(s *store.DB, at time.Time, batch, want int) {
+			t.Helper()
+			for j := range max {
+				reported = append(reported, vdibroker.AgentSession{ID: fmt.Sprintf("m%d-%d", batch, j), User: fmt.Sprintf("m%d-%d", batch, j),
+					State: vdibroker.StateActive})
+			}
+			if _, err := s.ApplyHeartbeat(ctx, "mg", "h1", &vdibroker.HeartbeatRequest{Sessions: reported}, at); err != nil {
+				t.Fatal(err)
+			}
+			h, err := s.GetSessionHost(ctx, "mg", "h1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h.Sessions != want {
+				t.Errorf("heartbeat %d: %d sessions adopted, want %d (at most %d an hour)", batch, h.Sessions, want, max)
+			}
+		}
+		beat(s, t0, 0, max)
+		// The store taken back before 00079 and opened again: the
+		// migration runs on a store with adopted sessions.
+		if err := s.MigrateDownTo(ctx, 78); err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+		s = tg.open(t, store.Options{})
+		beat(s, t0.Add(time.Minute), 1, max)
+	})
+}
