@@ -523,10 +523,13 @@ func (t *tx) auditAdoptions(ctx context.Context, pool, host string, adopted []vd
 // which a host's credential dates as far back as it likes (R-SEC).
 func (t *tx) recentAdoptions(ctx context.Context, pool, host string, now time.Time) (int, error) {
 	var n int
-	err := t.row(ctx, `SELECT count(*) FROM user_sessions WHERE host_pool = ? AND session_host = ? AND adopted AND adopt_time > ?`,
-		pool, host, ns(now.Add(-vdibroker.AdoptionWindow))).Scan(&n)
+	err := t.row(ctx, recentAdoptionsQuery, pool, host, ns(now.Add(-vdibroker.AdoptionWindow))).Scan(&n)
 	return n, err
 }
+
+// recentAdoptionsQuery is recentAdoptions' count: pool, host, start of the
+// window (ns).
+const recentAdoptionsQuery = `SELECT count(*) FROM user_sessions WHERE host_pool = ? AND session_host = ? AND adopted AND adopt_time > ?`
 
 // openSessions reads a host's open sessions (openSessionsQuery); n, the
 // host's count of them, sizes the slice.
