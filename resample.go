@@ -29,6 +29,11 @@ func (s SampleSession) InSample(sampledAt time.Time) bool {
 	return !s.Pending && !s.Since.After(sampledAt)
 }
 
+// MaxSampleAhead is how far after the broker's clock a sample's sampledAt
+// may be and still be taken as dated (Resample): a host's clock a little
+// fast (Kerberos allows 5 minutes) keeps its samples' dates.
+const MaxSampleAhead = 5 * time.Minute
+
 // Resample is R-LI6's rule for the sample a host's report carries; open
 // are the host's open sessions once the report is reconciled (R-S2,
 // Reconcile). It is the rule's one home: the store applies it to every
@@ -45,7 +50,14 @@ func (s SampleSession) InSample(sampledAt time.Time) bool {
 //     still Pending, are what loadindex.Compensate estimates.
 //
 // A sample without sampledAt is taken as sampled at now, newer than any
-// stored one. open is read only for a newer sample.
+// stored one. So is, and it is kept as sampled at now, a sample dated
+// more than MaxSampleAhead after now: the host's clock is wrong, or its
+// credential is in other hands (R-SEC). Kept as dated, every sample its
+// agent took before that date (years, for a date of 9999) would be older
+// than it and ignored, and the broker would go on placing users by the
+// figures a rogue report chose after its host was reset and re-keyed. A
+// stored sample dated past that allowance (stored before it was bounded)
+// gives way to any reported one. open is read only for a newer sample.
 //
 // Example: a sample of 40 % CPU with 4 sessions, then 4 placements: load
 // index 80 (cpuThreshold 100: 40 + 40/4 × 4). A heartbeat repeating the
@@ -56,9 +68,16 @@ func Resample(stored MetricsSample, reported *Metrics, now time.Time, open iter.
 		return stored
 	}
 	at := reported.SampledAt
-	if at.IsZero() {
+	ahead := now.Add(MaxSampleAhead)
+	switch {
+	case at.IsZero():
 		at = now
-	} else if stored.Metrics != nil && !at.After(stored.Metrics.SampledAt) {
+	case at.After(ahead):
+		at = now
+		dated := *reported
+		dated.SampledAt = now
+		reported = &dated
+	case stored.Metrics != nil && !at.After(stored.Metrics.SampledAt) && !stored.Metrics.SampledAt.After(ahead):
 		return stored
 	}
 	n := 0

@@ -49,6 +49,16 @@ func TestResample_RLI6(t *testing.T) {
 		// Undated (the vdibroker agent always dates it): taken as sampled now, so it
 		// is always new and counts what was on the host by now.
 		{"an undated sample is sampled now", stored, &vdibroker.Metrics{CPUPercent: 50}, 10, append(old(), placed(false)...), vdibroker.MetricsSample{Metrics: &vdibroker.Metrics{CPUPercent: 50}, Sessions: 8}},
+		// R-SEC: a sample dated years ahead (a wrong clock, or a host's
+		// credential in other hands) is kept as sampled now; kept as
+		// dated, every later sample of the host would be older and
+		// ignored. The four placed at 1 s are on the host by 10 s: base 8.
+		{"a sample dated far ahead is sampled now", stored, sample(0, 10*365*24*3600), 10, append(old(), placed(false)...), vdibroker.MetricsSample{Metrics: sample(0, 10), Sessions: 8}},
+		// A clock 5 minutes fast keeps its dates (and a repeat stays one).
+		{"a sample MaxSampleAhead ahead keeps its date", stored, sample(50, 310), 10, append(old(), placed(false)...), vdibroker.MetricsSample{Metrics: sample(50, 310), Sessions: 8}},
+		{"a repeat of a sample a little ahead keeps the base", vdibroker.MetricsSample{Metrics: sample(50, 310), Sessions: 4}, sample(50, 310), 20, append(old(), placed(false)...), vdibroker.MetricsSample{Metrics: sample(50, 310), Sessions: 4}},
+		// One stored before the bound, dated years ahead, gives way.
+		{"a stored sample dated far ahead gives way", vdibroker.MetricsSample{Metrics: sample(0, 10*365*24*3600), Sessions: 4}, sample(90, 5), 10, append(old(), placed(false)...), vdibroker.MetricsSample{Metrics: sample(90, 5), Sessions: 8}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -139,6 +139,12 @@ func (s *DB) OpenSessionsPlan(ctx context.Context) ([]string, error) {
 	return s.plan(ctx, openSessionsQuery, "pool", "host")
 }
 
+// RecentAdoptionsPlan is ExpirePendingPlan for the adoption budget's count
+// of a host's recent adoptions (recentAdoptions).
+func (s *DB) RecentAdoptionsPlan(ctx context.Context) ([]string, error) {
+	return s.plan(ctx, recentAdoptionsQuery, "pool", "host", int64(0))
+}
+
 // BeatHostsPlan, BeatSessionsPlan, BeatsUpdatePlan and DeliverPlan are
 // ExpirePendingPlan for the batch's reads, writes and deliveries for its
 // heartbeats (readAhead, flushBeats, deliverBatch), of two hosts.

@@ -470,11 +470,13 @@ func (t *tx) adopt(ctx context.Context, pool, host string, st vdibroker.SessionS
 	// logged on before it was written, R-OUT3); the next heartbeat matches
 	// that one instead.
 	key := vdibroker.FoldUser(st.User) // R-E5
+	// adopt_time is the broker's own time, which the adoption budget
+	// counts by (recentAdoptions): create_time is the host's word.
 	n, err := t.exec(ctx, `INSERT INTO user_sessions (id, host_pool, session_host, user_name, user_key, state,
-		create_time, state_time, agent_session_id, end_reason, pooled, logoff_queued, adopted)
-		SELECT ?,?,?,?,?,?,?,?,?,?,?,?,? WHERE NOT EXISTS (SELECT 1 FROM user_sessions
+		create_time, state_time, agent_session_id, end_reason, pooled, logoff_queued, adopted, adopt_time)
+		SELECT ?,?,?,?,?,?,?,?,?,?,?,?,?,? WHERE NOT EXISTS (SELECT 1 FROM user_sessions
 			WHERE host_pool = ? AND user_key = ? AND pooled AND `+openSQL+`)`,
-		st.SessionID, pool, host, st.User, key, st.To, ns(cmp.Or(st.CreateTime, now)), ns(now), st.AgentSessionID, "", false, false, true, pool, key)
+		st.SessionID, pool, host, st.User, key, st.To, ns(cmp.Or(st.CreateTime, now)), ns(now), st.AgentSessionID, "", false, false, true, ns(now), pool, key)
 	if err != nil || n == 0 {
 		return 0, 0, false, err
 	}
@@ -515,14 +517,19 @@ func (t *tx) auditAdoptions(ctx context.Context, pool, host string, adopted []vd
 }
 
 // recentAdoptions counts the sessions host adopted in the
-// vdibroker.AdoptionWindow before now, ended ones included (the index
-// user_sessions_adopted_by_host, migration 00020).
+// vdibroker.AdoptionWindow before now, ended ones included, by when the
+// broker adopted them (the index user_sessions_adopted_by_host_time,
+// migration 00079): not by create_time, the logon time the host reported,
+// which a host's credential dates as far back as it likes (R-SEC).
 func (t *tx) recentAdoptions(ctx context.Context, pool, host string, now time.Time) (int, error) {
 	var n int
-	err := t.row(ctx, `SELECT count(*) FROM user_sessions WHERE host_pool = ? AND session_host = ? AND adopted AND create_time > ?`,
-		pool, host, ns(now.Add(-vdibroker.AdoptionWindow))).Scan(&n)
+	err := t.row(ctx, recentAdoptionsQuery, pool, host, ns(now.Add(-vdibroker.AdoptionWindow))).Scan(&n)
 	return n, err
 }
+
+// recentAdoptionsQuery is recentAdoptions' count: pool, host, start of the
+// window (ns).
+const recentAdoptionsQuery = `SELECT count(*) FROM user_sessions WHERE host_pool = ? AND session_host = ? AND adopted AND adopt_time > ?`
 
 // openSessions reads a host's open sessions (openSessionsQuery); n, the
 // host's count of them, sizes the slice.

@@ -72,6 +72,17 @@ func TestOpenSessionsUsesCoveringIndex(t *testing.T) {
 	}
 }
 
+// TestRecentAdoptionsUsesIndex: a heartbeat reporting a session the broker
+// does not know counts its host's adoptions of the last hour (R-S2), by
+// adopt_time (00079); it must read only that range of the host's entries
+// in the partial index of adopted sessions, not the host's history.
+func TestRecentAdoptionsUsesIndex(t *testing.T) {
+	p := planOf(t, (*DB).RecentAdoptionsPlan)
+	if !strings.Contains(p, "INDEX user_sessions_adopted_by_host_time (host_pool=? AND session_host=? AND adopt_time>?)") {
+		t.Errorf("the adoption budget's count does not read only the window's range of user_sessions_adopted_by_host_time:\n%s", p)
+	}
+}
+
 // TestOpenUserSessionsUsesIndex: a refused connect asks whether the user
 // has an open session in the pool (R-C6, adopted sessions included).
 // Without an index on (host_pool, user_name) that reads every session of

@@ -92,3 +92,44 @@ func TestHeartbeatKeepsStaleMetricCompensation_RLI6(t *testing.T) {
 		}
 	})
 }
+
+// TestHeartbeatSampleDatedAheadGivesWay_RLI6_RSEC: a heartbeat whose
+// sample is dated years ahead (a wrong clock, or a stolen host credential
+// reporting an idle host) is stored as sampled at the heartbeat's time.
+// Stored as dated, every later sample of the host was older than it and
+// ignored: the broker placed users by the figures of that one report, after
+// the host was reset, re-keyed and loaded (R-LI1, R-LI6).
+func TestHeartbeatSampleDatedAheadGivesWay_RLI6_RSEC(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		ctx := t.Context()
+		p := pool("la", vdibroker.Pooled)
+		p.LoadBalancerType = vdibroker.LoadIndex
+		p.LoadBalancing.CPUThreshold, p.LoadBalancing.IncludeSessionCount = 100, false
+		mustPool(t, s, p)
+		mustHost(t, s, "la", "h1")
+		at := func(sec int) time.Time { return t0.Add(time.Duration(sec) * time.Second) }
+		beat := func(sec int, m *vdibroker.Metrics) {
+			t.Helper()
+			if _, err := s.ApplyHeartbeat(ctx, "la", "h1", &vdibroker.HeartbeatRequest{Metrics: m}, at(sec)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		beat(10, &vdibroker.Metrics{CPUPercent: 0, SampledAt: time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)})
+		h, err := s.GetSessionHost(ctx, "la", "h1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !h.Metrics.SampledAt.Equal(at(10)) {
+			t.Errorf("a sample dated 9999 is stored as sampled %s, want the heartbeat's time %s", h.Metrics.SampledAt, at(10))
+		}
+		// The host's own sample 25 s later, at 90 % CPU: taken.
+		beat(40, &vdibroker.Metrics{CPUPercent: 90, SampledAt: at(35)})
+		if h, err = s.GetSessionHost(ctx, "la", "h1"); err != nil {
+			t.Fatal(err)
+		}
+		loadindex.Present(p, []*vdibroker.SessionHost{h}, at(40))
+		if h.Metrics.CPUPercent != 90 || h.LoadIndex != 90 {
+			t.Errorf("the host's sample after one dated 9999: cpu %v, load index %d; want 90 and 90 (the sample dated 9999 stuck)", h.Metrics.CPUPercent, h.LoadIndex)
+		}
+	})
+}
