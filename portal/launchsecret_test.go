@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
+	vhttp "github.com/vdibroker/vdibroker/http"
 	"github.com/vdibroker/vdibroker/internal/syncbuf"
 	"github.com/vdibroker/vdibroker/portal"
 )
@@ -92,5 +94,42 @@ func TestLaunchFileHEADTakesNothing_RU7(t *testing.T) {
 	// Handed once: the GET took it.
 	if res, _ := alice.get(launch + "/file"); res.StatusCode != http.StatusNotFound {
 		t.Errorf("the file again: %d, want 404", res.StatusCode)
+	}
+}
+
+// TestHomeHEADKeepsTheFlash_RU3: her home page's GET takes the one-shot
+// message her last action left (a logoff's, say) and shows it; a HEAD,
+// which the mux sends to the same handler and signedIn now lets through
+// as a GET without its body (a link checker's, a tab's preload), shows
+// nothing, so it leaves the message for her GET: taken by the HEAD, it
+// was lost to her, and she never read that her logoff was under way.
+func TestHomeHEADKeepsTheFlash_RU3(t *testing.T) {
+	e := newEnv(t, nil)
+	c, err := e.admin.Connect(t.Context(), "desk", vhttp.ConnectRequest{User: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	alice := e.browser()
+	csrf := alice.signIn(e.userToken("alice"))
+	res, _ := alice.post("/portal/sessions/desk/"+c.SessionID+"/logoff", url.Values{"csrf": {csrf}, "confirm": {"yes"}})
+	if res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("her logoff: %d, want 303", res.StatusCode)
+	}
+	next := res.Header.Get("Location")
+	for range 2 {
+		req, _ := http.NewRequest(http.MethodHead, alice.url+next, nil)
+		if res, _ := alice.do(req); res.StatusCode != http.StatusOK {
+			t.Fatalf("HEAD of her page: %d, want 200", res.StatusCode)
+		}
+	}
+	// The Pending session ended at once: "has been logged off" (or, were
+	// it still listed, "is being logged off"); either is the flash.
+	_, home := alice.get(next)
+	if !strings.Contains(home, `<p class="flash" id="flash"`) {
+		t.Errorf("her page after HEADs of it: no flash of her logoff:\n%s", home)
+	}
+	// Taken by her GET: shown once.
+	if _, again := alice.get(next); strings.Contains(again, `<p class="flash" id="flash"`) {
+		t.Errorf("the flash shown again:\n%s", again)
 	}
 }

@@ -311,7 +311,8 @@ type request struct {
 // sends to a GET's handler, is a GET's answer without its body, no
 // form: refused as a forged one, it was recorded for the audit trail
 // with its path, a launch's secret id in it (R-U7); a handler that
-// changes something on a GET says what a HEAD does (the file's, once).
+// changes something on a GET says what a HEAD does (the file is taken
+// once, by a GET; the home page's flash is taken by its GET alone).
 // A single sign-on session's ID token is verified again on every
 // request (it expires with it).
 func (p *Portal) signedIn(h func(*request)) http.HandlerFunc {
@@ -937,13 +938,20 @@ func reconnectDesktop(resources []vdibroker.FeedResource, pool string) string {
 }
 
 // home lists the user's resources (the feed, R-U5) and open sessions
-// (R-U3).
+// (R-U3). Its GET takes the one-shot message (the flash); a HEAD
+// leaves it.
 func (p *Portal) home(rq *request) {
 	data, ok := p.sessionsData(rq)
 	if !ok {
 		return
 	}
-	flash := p.web.TakeFlash(rq.r.Context(), rq.sess)
+	// A HEAD (signedIn lets it through as a GET without its body: a
+	// link checker's, a tab's preload) shows nothing: the one-shot
+	// message is left for her GET, which shows it.
+	flash := rq.sess.Flash
+	if rq.r.Method == http.MethodGet {
+		flash = p.web.TakeFlash(rq.r.Context(), rq.sess)
+	}
 	// The session she just logged off (named last by the logoff's
 	// redirect) is no longer listed: it has been logged off, not "is
 	// being". A Pending session no agent saw ends at once (R-U3), and a
