@@ -16,8 +16,6 @@ import (
 	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/federation"
 	vhttp "github.com/vdibroker/vdibroker/http"
-	"github.com/vdibroker/vdibroker/internal/testserver"
-	"github.com/vdibroker/vdibroker/store"
 )
 
 // hostilePeer answers every pod-to-pod call 200 with answer(its path),
@@ -37,6 +35,24 @@ func hostilePeer(t *testing.T, answer func(path string) []byte, length bool) *ht
 	}))
 	t.Cleanup(peer.Close)
 	return peer
+}
+
+// podOneWithOffice starts pod1 (fedPodOne) and puts its document: pod1
+// and pod2, at peerURL, of site s, and the global entitlement office of
+// all users, its one member pod2's pool office. It returns pod1's admin
+// client.
+func podOneWithOffice(t *testing.T, peerURL string) *vhttp.Client {
+	t.Helper()
+	_, ts := fedPodOne(t)
+	admin := vhttp.NewClient(ts.URL, adminToken)
+	doc := &vdibroker.Federation{Generation: 1, Sites: []vdibroker.Site{{Name: "s"}},
+		Pods: []vdibroker.Pod{{Name: "pod1", Site: "s", URL: ts.URL}, {Name: "pod2", Site: "s", URL: peerURL}},
+		GlobalEntitlements: []vdibroker.GlobalEntitlement{{Name: "office", AllUsers: true,
+			Members: []vdibroker.Member{{Pod: "pod2", HostPool: "office"}}}}}
+	if _, err := admin.PutFederation(t.Context(), doc); err != nil {
+		t.Fatal(err)
+	}
+	return admin
 }
 
 // jsonList is a JSON object whose field holds n copies of elem.
@@ -167,24 +183,7 @@ func TestPodAnswerOverItsBoundThroughAPod_RG5(t *testing.T) {
 		}
 		return peerAnswer
 	}, false)
-	st, err := store.Open(t.Context(), "", t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	secret := []byte(testFedSecret)
-	srv := testserver.New(testserver.Config{Store: st, AdminToken: adminToken, Pod: "pod1", Site: "s",
-		Peers: vhttp.NewPodClient("pod1", secret), FederationSecret: secret})
-	ts := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() { ts.Close(); srv.Close() })
-	admin := vhttp.NewClient(ts.URL, adminToken)
-	doc := &vdibroker.Federation{Generation: 1, Sites: []vdibroker.Site{{Name: "s"}},
-		Pods: []vdibroker.Pod{{Name: "pod1", Site: "s", URL: ts.URL}, {Name: "pod2", Site: "s", URL: peer.URL}},
-		GlobalEntitlements: []vdibroker.GlobalEntitlement{{Name: "office", AllUsers: true,
-			Members: []vdibroker.Member{{Pod: "pod2", HostPool: "office"}}}}}
-	if _, err := admin.PutFederation(t.Context(), doc); err != nil {
-		t.Fatal(err)
-	}
+	admin := podOneWithOffice(t, peer.URL)
 	fs, err := admin.GetFederation(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -293,24 +292,7 @@ func TestPeerNullSessionAnswer_RG5(t *testing.T) {
 		}
 		return []byte(`{"sessions":[null]}`)
 	}, true)
-	st, err := store.Open(t.Context(), "", t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	secret := []byte(testFedSecret)
-	srv := testserver.New(testserver.Config{Store: st, AdminToken: adminToken, Pod: "pod1", Site: "s",
-		Peers: vhttp.NewPodClient("pod1", secret), FederationSecret: secret})
-	ts := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() { ts.Close(); srv.Close() })
-	admin := vhttp.NewClient(ts.URL, adminToken)
-	doc := &vdibroker.Federation{Generation: 1, Sites: []vdibroker.Site{{Name: "s"}},
-		Pods: []vdibroker.Pod{{Name: "pod1", Site: "s", URL: ts.URL}, {Name: "pod2", Site: "s", URL: peer.URL}},
-		GlobalEntitlements: []vdibroker.GlobalEntitlement{{Name: "office", AllUsers: true,
-			Members: []vdibroker.Member{{Pod: "pod2", HostPool: "office"}}}}}
-	if _, err := admin.PutFederation(t.Context(), doc); err != nil {
-		t.Fatal(err)
-	}
+	admin := podOneWithOffice(t, peer.URL)
 	gs, err := admin.GlobalSessions(t.Context(), "alice")
 	if err != nil {
 		t.Fatal(err)
