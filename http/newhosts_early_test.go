@@ -1,11 +1,9 @@
 package http_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"maps"
 	"net/http"
 	"sync"
@@ -74,16 +72,8 @@ func TestNewHostsSpentRefusedBeforeWrite_RSEC(t *testing.T) {
 	}
 	post := func(token, host string) answer {
 		t.Helper()
-		body, _ := json.Marshal(registration(token, host))
-		res, err := http.Post(e.urls[0]+"/api/v1/agent/register", "application/json", bytes.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		data, _ := io.ReadAll(res.Body)
-		res.Body.Close()
-		var b struct {
-			Error struct{ Code, Message string } `json:"error"`
-		}
+		res, data := postRegistration(t, e.urls[0], registration(token, host))
+		var b errorBody
 		json.Unmarshal(data, &b)
 		return answer{res.StatusCode, res.Header.Get("Retry-After"), b.Error.Code, b.Error.Message}
 	}

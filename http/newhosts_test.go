@@ -24,6 +24,25 @@ func registration(token, host string) *vdibroker.RegisterRequest {
 	return &vdibroker.RegisterRequest{Token: token, HostName: host, Address: host + ".example.test:3389"}
 }
 
+// postRegistration posts req to the server at url as an agent does, and
+// returns its answer and the answer's body.
+func postRegistration(t *testing.T, url string, req *vdibroker.RegisterRequest) (*http.Response, []byte) {
+	t.Helper()
+	body, _ := json.Marshal(req)
+	res, err := http.Post(url+"/api/v1/agent/register", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	return res, data
+}
+
+// errorBody is the JSON error body of an answer.
+type errorBody struct {
+	Error struct{ Code, Message string } `json:"error"`
+}
+
 // takenWhileSpent checks, while token's new hosts are spent, that what
 // creates no host is taken: the re-key of its host reKeyed with that
 // host's credential cred, and the registration of its host reset after
@@ -99,16 +118,8 @@ func TestNewHostsPerTokenBound_RSEC(t *testing.T) {
 
 	// The next new host: 429, Retry-After, the error body naming the bound.
 	wantBound := fmt.Sprintf("faster than %d at once, then %d a minute", vhttp.NewHostsPerTokenBurst, vhttp.NewHostsPerTokenPerMinute)
-	body, _ := json.Marshal(registration(tok.Token, "nh-over"))
-	res, err := http.Post(e.urls[0]+"/api/v1/agent/register", "application/json", bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, _ := io.ReadAll(res.Body)
-	res.Body.Close()
-	var answer struct {
-		Error struct{ Code, Message string } `json:"error"`
-	}
+	res, data := postRegistration(t, e.urls[0], registration(tok.Token, "nh-over"))
+	var answer errorBody
 	if err := json.Unmarshal(data, &answer); err != nil {
 		t.Fatalf("the refusal's body %q: %v", data, err)
 	}
