@@ -337,6 +337,21 @@ func wantGoingDownIn30(t *testing.T, alice *browser, launch string, s launchStat
 		"says no session host can take it", []string{"No session host", "kein Sitzungshost", "nenhum anfitrião", "لا يستطيع أي مضيف"})
 }
 
+// launchGoingDown has mine-1's agent say that its machine goes down,
+// and checks that alice's launch of her desktop then says goingDownIn30
+// (wantGoingDownIn30). It returns her browser and its CSRF token.
+func launchGoingDown(t *testing.T, e *env) (*browser, string) {
+	t.Helper()
+	if _, err := e.admin.Heartbeat(t.Context(), e.creds["mine-1"], &vdibroker.HeartbeatRequest{ShuttingDown: true}); err != nil {
+		t.Fatal(err)
+	}
+	alice := e.browser()
+	csrf := alice.signIn(e.userToken("alice"))
+	launch := alice.launch(csrf, "desktop:mine")
+	wantGoingDownIn30(t, alice, launch, alice.await(launch, ended))
+	return alice, csrf
+}
+
 // wantFailedSaying checks that alice's launch, what for the failure's
 // message, s its status, failed saying words: its status in English,
 // followed by the reference for her helpdesk, and its page in each of
@@ -373,15 +388,8 @@ func wantFailedSaying(t *testing.T, alice *browser, launch, what string, s launc
 // and the page itself).
 func TestLaunchShuttingDownSaysTheAnswersWait_RA4(t *testing.T) {
 	e := newEnv(t, nil)
-	ctx := context.Background()
 	startedDesk(t, e)
-	if _, err := e.admin.Heartbeat(ctx, e.creds["mine-1"], &vdibroker.HeartbeatRequest{ShuttingDown: true}); err != nil {
-		t.Fatal(err)
-	}
-	alice := e.browser()
-	csrf := alice.signIn(e.userToken("alice"))
-	launch := alice.launch(csrf, "desktop:mine")
-	wantGoingDownIn30(t, alice, launch, alice.await(launch, ended))
+	launchGoingDown(t, e)
 }
 
 // TestLaunchDesktopGoingDown_RU4_RA4: alice's own desktop in a Personal
@@ -403,17 +411,11 @@ func TestLaunchDesktopGoingDown_RU4_RA4(t *testing.T) {
 		if h, err := e.admin.GetSessionHost(ctx, "mine", "mine-1"); err != nil || h.PowerState != vdibroker.PowerRunning {
 			t.Fatalf("mine-1 after its heartbeat: %+v, %v; want Running", h, err)
 		}
-		if _, err := e.admin.Heartbeat(ctx, e.creds["mine-1"], &vdibroker.HeartbeatRequest{ShuttingDown: true}); err != nil {
-			t.Fatal(err)
-		}
-		alice := e.browser()
-		csrf := alice.signIn(e.userToken("alice"))
-		launch := alice.launch(csrf, "desktop:mine")
-		wantGoingDownIn30(t, alice, launch, alice.await(launch, ended))
+		alice, csrf := launchGoingDown(t, e)
 		// It restarted: back, her launch lands on it.
 		e.advance(30 * time.Second)
 		e.heartbeat("mine-1")
-		launch = alice.launch(csrf, "desktop:mine")
+		launch := alice.launch(csrf, "desktop:mine")
 		if s := alice.await(launch, ended); s.State != "ready" {
 			t.Fatalf("her launch once it is back: %+v; want ready", s)
 		}
@@ -455,14 +457,7 @@ func TestLaunchDesktopNeedsHelpdesk_RA4(t *testing.T) {
 	ctx := context.Background()
 	startedDesk(t, e)
 	e.advance(vdibroker.HostStartTimeout - time.Minute)
-	if _, err := e.admin.Heartbeat(ctx, e.creds["mine-1"], &vdibroker.HeartbeatRequest{ShuttingDown: true}); err != nil {
-		t.Fatal(err)
-	}
-	alice := e.browser()
-	csrf := alice.signIn(e.userToken("alice"))
-	launch := alice.launch(csrf, "desktop:mine")
-	s := alice.await(launch, ended)
-	wantGoingDownIn30(t, alice, launch, s)
+	alice, csrf := launchGoingDown(t, e)
 	e.advance(2 * time.Minute) // its machine is down; its start timed out
 	words := map[string]string{
 		"en": "The computer of \u2068My desk\u2069 did not start or has shut down, and opening it again will not start it. Ask your helpdesk to start it for you.",
@@ -470,7 +465,7 @@ func TestLaunchDesktopNeedsHelpdesk_RA4(t *testing.T) {
 		"pt": "O computador de \u2068My desk\u2069 não chegou a iniciar ou foi encerrado, e abri-lo novamente não o inicia. Peça ao seu helpdesk que o inicie por si.",
 		"ar": "جهاز الكمبيوتر الخاص بـ \u2068My desk\u2069 لم يبدأ أو تم إيقاف تشغيله، ولن يشغّله فتحه مرة أخرى. اطلب من مكتب الدعم تشغيله لك.",
 	}
-	launch = alice.launch(csrf, "desktop:mine")
+	launch := alice.launch(csrf, "desktop:mine")
 	wantFailedSaying(t, alice, launch, "the launch, down, its start timed out", alice.await(launch, ended), words,
 		"tells her to try again", []string{"Try again", "Versuchen Sie es", "Tente novamente", "حاول مرة أخرى"})
 	if list, err := e.admin.ListAudit(ctx, vhttp.AuditQuery{Action: "portal.launch"}); err != nil || len(list) < 2 ||
