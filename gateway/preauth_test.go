@@ -26,6 +26,16 @@ import (
 	"github.com/vdibroker/vdibroker/internal/echotest"
 )
 
+// getFrom is the status of a GET of the gateway's path from the
+// address remote, without a token.
+func (e *env) getFrom(remote string) int {
+	r := httptest.NewRequest("GET", "https://gw"+Path, nil)
+	r.RemoteAddr = remote
+	w := httptest.NewRecorder()
+	e.gw.ServeHTTP(w, r)
+	return w.Code
+}
+
 // rawDial opens a client's channel(s) on either transport without its
 // handshake: what an attacker without a token holds.
 func (e *env) rawDial(ws bool) *ClientConn {
@@ -216,13 +226,6 @@ func TestHandshakesPerAddress(t *testing.T) {
 func TestAddressLimitsByIPv6Prefix(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Now())
 	e := newEnv(t, func(c *Config) { c.Clock = clk; c.RequestBurst = 1; c.RequestRate = 1 })
-	get := func(remote string) int {
-		r := httptest.NewRequest("GET", "https://gw"+Path, nil)
-		r.RemoteAddr = remote
-		w := httptest.NewRecorder()
-		e.gw.ServeHTTP(w, r)
-		return w.Code
-	}
 	for _, tc := range []struct {
 		remote string
 		want   int
@@ -235,7 +238,7 @@ func TestAddressLimitsByIPv6Prefix(t *testing.T) {
 		{"192.0.2.2:4000", http.StatusMethodNotAllowed},
 		{"[::ffff:192.0.2.2]:4000", http.StatusTooManyRequests}, // 192.0.2.2 again
 	} {
-		if got := get(tc.remote); got != tc.want {
+		if got := e.getFrom(tc.remote); got != tc.want {
 			t.Errorf("from %s: %d, want %d", tc.remote, got, tc.want)
 		}
 	}
@@ -347,13 +350,6 @@ func TestTargetPolicy(t *testing.T) {
 func TestAddressTableFullEvictsOldest(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Now())
 	e := newEnv(t, func(c *Config) { c.Clock = clk; c.RequestBurst = 1; c.RequestRate = 0.001; c.MaxAddresses = 2 })
-	get := func(remote string) int {
-		r := httptest.NewRequest("GET", "https://gw"+Path, nil)
-		r.RemoteAddr = remote
-		w := httptest.NewRecorder()
-		e.gw.ServeHTTP(w, r)
-		return w.Code
-	}
 	steps := []struct {
 		remote string
 		want   int
@@ -366,7 +362,7 @@ func TestAddressTableFullEvictsOldest(t *testing.T) {
 	}
 	for i, s := range steps {
 		clk.Step(time.Second) // within the minute: none is stale
-		if got := get(s.remote); got != s.want {
+		if got := e.getFrom(s.remote); got != s.want {
 			t.Errorf("step %d, from %s: %d, want %d", i+1, s.remote, got, s.want)
 		}
 		if got := e.gw.Stats().Addresses; got > 2 {

@@ -1,11 +1,9 @@
 package http_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"maps"
 	"net/http"
 	"sync"
@@ -66,9 +64,6 @@ func TestNewHostsSpentRefusedBeforeWrite_RSEC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req := func(token, host string) *vdibroker.RegisterRequest {
-		return &vdibroker.RegisterRequest{Token: token, HostName: host, Address: host + ".example.test:3389"}
-	}
 	// answer is a registration's status, Retry-After and error body.
 	type answer struct {
 		status     int
@@ -77,22 +72,14 @@ func TestNewHostsSpentRefusedBeforeWrite_RSEC(t *testing.T) {
 	}
 	post := func(token, host string) answer {
 		t.Helper()
-		body, _ := json.Marshal(req(token, host))
-		res, err := http.Post(e.urls[0]+"/api/v1/agent/register", "application/json", bytes.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		data, _ := io.ReadAll(res.Body)
-		res.Body.Close()
-		var b struct {
-			Error struct{ Code, Message string } `json:"error"`
-		}
+		res, data := postRegistration(t, e.urls[0], registration(token, host))
+		var b errorBody
 		json.Unmarshal(data, &b)
 		return answer{res.StatusCode, res.Header.Get("Retry-After"), b.Error.Code, b.Error.Message}
 	}
 	creds := make([]string, burst)
 	for i := range burst {
-		res, err := e.admin.Register(ctx, req(tok.Token, fmt.Sprintf("nhw-%d", i)))
+		res, err := e.admin.Register(ctx, registration(tok.Token, fmt.Sprintf("nhw-%d", i)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -131,20 +118,9 @@ func TestNewHostsSpentRefusedBeforeWrite_RSEC(t *testing.T) {
 	}
 
 	// What creates no host goes to the store, and is taken.
-	if _, err := e.admin.ReKey(ctx, creds[0], req(tok.Token, "nhw-0")); err != nil {
-		t.Errorf("a re-key while the token's new hosts are spent: %v", err)
-	}
-	if err := e.admin.ResetRegistration(ctx, p, "nhw-1"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.admin.Register(ctx, req(tok.Token, "nhw-1")); err != nil {
-		t.Errorf("a registration after an admin's reset while the token's new hosts are spent: %v", err)
-	}
-	if _, err := e.admin.PutSessionHost(ctx, p, "nhw-made", vhttp.SessionHostRequest{}); err != nil {
-		t.Fatal(err)
-	}
+	takenWhileSpent(t, e.admin, p, tok.Token, creds[0], "nhw-0", "nhw-1", "nhw-made")
 	took()
-	if _, err := e.admin.Register(ctx, req(tok.Token, "nhw-made")); err != nil {
+	if _, err := e.admin.Register(ctx, registration(tok.Token, "nhw-made")); err != nil {
 		t.Errorf("the claim of a host an admin created while the token's new hosts are spent: %v", err)
 	}
 	if got := took(); got[intercept.OpRegisterHost] != 1 {
@@ -165,7 +141,7 @@ func TestNewHostsSpentRefusedBeforeWrite_RSEC(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range burst {
-		if _, err := e.admin.Register(ctx, req(limited.Token, fmt.Sprintf("nhw-limited-%d", i))); err != nil {
+		if _, err := e.admin.Register(ctx, registration(limited.Token, fmt.Sprintf("nhw-limited-%d", i))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -173,7 +149,7 @@ func TestNewHostsSpentRefusedBeforeWrite_RSEC(t *testing.T) {
 		t.Fatalf("the limited token's new host past the burst: %+v, want 429", got)
 	}
 	e.clock.Advance(time.Minute / vhttp.NewHostsPerTokenPerMinute)
-	if _, err := e.admin.Register(ctx, req(limited.Token, "nhw-limited-last")); err != nil {
+	if _, err := e.admin.Register(ctx, registration(limited.Token, "nhw-limited-last")); err != nil {
 		t.Fatalf("the limited token's last place a second later: %v", err)
 	}
 	took()
@@ -185,7 +161,7 @@ func TestNewHostsSpentRefusedBeforeWrite_RSEC(t *testing.T) {
 	}
 
 	// The second also gave tok a new host, and one only.
-	if _, err := e.admin.Register(ctx, req(tok.Token, "nhw-later")); err != nil {
+	if _, err := e.admin.Register(ctx, registration(tok.Token, "nhw-later")); err != nil {
 		t.Errorf("a new host a second later: %v", err)
 	}
 	took()

@@ -1,13 +1,11 @@
 package http_test
 
 import (
-	"net/http/httptest"
 	"testing"
 	"time"
 
 	"github.com/vdibroker/vdibroker"
 	vhttp "github.com/vdibroker/vdibroker/http"
-	"github.com/vdibroker/vdibroker/internal/testserver"
 )
 
 // TestNewHostLostToConcurrentWriterSpendsNone_RSEC (R-SEC, PostgreSQL):
@@ -24,16 +22,9 @@ import (
 // was refused 429.
 func TestNewHostLostToConcurrentWriterSpendsNone_RSEC(t *testing.T) {
 	st := openRawStore(t, postgresDSN(t))
-	now := time.Now().Truncate(time.Second) // frozen: the bucket does not refill
-	srv := testserver.New(testserver.Config{Store: st.Store, AdminToken: adminToken, Now: func() time.Time { return now }})
-	vhttp.BoundNewHosts(srv.Server, 1) // one new host: a spend shows
-	ts := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() { ts.Close(); srv.Close() })
-	admin := vhttp.NewClient(ts.URL, adminToken)
+	now := time.Now().Truncate(time.Second)             // frozen: the bucket does not refill
+	srv, admin := newHostsServer(t, st, now, 1, "race") // one new host: a spend shows
 	ctx := t.Context()
-	if _, err := admin.PutHostPool(ctx, "race", map[string]any{}); err != nil {
-		t.Fatal(err)
-	}
 	for _, c := range []struct {
 		name, credential string // the other writer's host: registered or not
 		wantCode         string // the loser's answer

@@ -11,6 +11,23 @@ import (
 	"github.com/vdibroker/vdibroker/internal/testserver"
 )
 
+// newHostsServer serves st on a loopback server whose clock stands at
+// now, so a token's bucket of new hosts does not refill, and whose tokens
+// register burst new hosts at once; it creates the host pool pool and
+// returns the server and its admin client.
+func newHostsServer(t *testing.T, st *rawStore, now time.Time, burst int, pool string) (*testserver.Server, *vhttp.Client) {
+	t.Helper()
+	srv := testserver.New(testserver.Config{Store: st.Store, AdminToken: adminToken, Now: func() time.Time { return now }})
+	vhttp.BoundNewHosts(srv.Server, burst)
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() { ts.Close(); srv.Close() })
+	admin := vhttp.NewClient(ts.URL, adminToken)
+	if _, err := admin.PutHostPool(t.Context(), pool, map[string]any{}); err != nil {
+		t.Fatal(err)
+	}
+	return srv, admin
+}
+
 // TestNewHostsRefundedWhenNotWritten_RSEC (R-SEC): a registration the
 // store fails after it admitted the new host (the database refuses what
 // its transaction writes after that: a disk full, a write that timed
@@ -21,16 +38,9 @@ import (
 func TestNewHostsRefundedWhenNotWritten_RSEC(t *testing.T) {
 	st := openRawStore(t, "")
 	now := time.Now().Truncate(time.Second) // frozen: the bucket does not refill
-	srv := testserver.New(testserver.Config{Store: st.Store, AdminToken: adminToken, Now: func() time.Time { return now }})
 	const burst = 2
-	vhttp.BoundNewHosts(srv.Server, burst)
-	ts := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() { ts.Close(); srv.Close() })
-	admin := vhttp.NewClient(ts.URL, adminToken)
+	_, admin := newHostsServer(t, st, now, burst, "refund")
 	ctx := context.Background()
-	if _, err := admin.PutHostPool(ctx, "refund", map[string]any{}); err != nil {
-		t.Fatal(err)
-	}
 	tok, err := admin.CreateRegistrationToken(ctx, "refund", vdibroker.RegistrationTokenRequest{})
 	if err != nil {
 		t.Fatal(err)

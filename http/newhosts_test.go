@@ -18,6 +18,53 @@ import (
 	vhttp "github.com/vdibroker/vdibroker/http"
 )
 
+// registration is the registration of host with token, its address
+// host's name at port 3389.
+func registration(token, host string) *vdibroker.RegisterRequest {
+	return &vdibroker.RegisterRequest{Token: token, HostName: host, Address: host + ".example.test:3389"}
+}
+
+// postRegistration posts req to the server at url as an agent does, and
+// returns its answer and the answer's body.
+func postRegistration(t *testing.T, url string, req *vdibroker.RegisterRequest) (*http.Response, []byte) {
+	t.Helper()
+	body, _ := json.Marshal(req)
+	res, err := http.Post(url+"/api/v1/agent/register", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	return res, data
+}
+
+// errorBody is the JSON error body of an answer.
+type errorBody struct {
+	Error struct{ Code, Message string } `json:"error"`
+}
+
+// takenWhileSpent checks, while token's new hosts are spent, that what
+// creates no host is taken: the re-key of its host reKeyed with that
+// host's credential cred, and the registration of its host reset after
+// an admin's reset. An admin then creates the host made in pool, which
+// the caller has the token claim.
+func takenWhileSpent(t *testing.T, admin *vhttp.Client, pool, token, cred, reKeyed, reset, made string) {
+	t.Helper()
+	ctx := t.Context()
+	if _, err := admin.ReKey(ctx, cred, registration(token, reKeyed)); err != nil {
+		t.Errorf("a re-key with the host's credential while the token's new hosts are spent: %v", err)
+	}
+	if err := admin.ResetRegistration(ctx, pool, reset); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.Register(ctx, registration(token, reset)); err != nil {
+		t.Errorf("a registration after an admin's reset while the token's new hosts are spent: %v", err)
+	}
+	if _, err := admin.PutSessionHost(ctx, pool, made, vhttp.SessionHostRequest{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestNewHostsPerTokenBound_RSEC (R-SEC): a registration token, maxHosts 0
 // (any number of hosts) included, registers NewHostsPerTokenBurst new
 // hosts at once, then NewHostsPerTokenPerMinute a minute: past it a new
@@ -40,9 +87,6 @@ func TestNewHostsPerTokenBound_RSEC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req := func(token, host string) *vdibroker.RegisterRequest {
-		return &vdibroker.RegisterRequest{Token: token, HostName: host, Address: host + ".example.test:3389"}
-	}
 	// A golden image's clones at once: the whole burst, 8 at a time.
 	creds := make([]string, vhttp.NewHostsPerTokenBurst)
 	work := make(chan int)
@@ -52,7 +96,7 @@ func TestNewHostsPerTokenBound_RSEC(t *testing.T) {
 	for range 8 {
 		wg.Go(func() {
 			for i := range work {
-				res, err := e.admin.Register(ctx, req(tok.Token, fmt.Sprintf("nh-%04d", i)))
+				res, err := e.admin.Register(ctx, registration(tok.Token, fmt.Sprintf("nh-%04d", i)))
 				if err != nil {
 					mu.Lock()
 					failed = append(failed, fmt.Errorf("nh-%04d: %w", i, err))
@@ -74,16 +118,8 @@ func TestNewHostsPerTokenBound_RSEC(t *testing.T) {
 
 	// The next new host: 429, Retry-After, the error body naming the bound.
 	wantBound := fmt.Sprintf("faster than %d at once, then %d a minute", vhttp.NewHostsPerTokenBurst, vhttp.NewHostsPerTokenPerMinute)
-	body, _ := json.Marshal(req(tok.Token, "nh-over"))
-	res, err := http.Post(e.urls[0]+"/api/v1/agent/register", "application/json", bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, _ := io.ReadAll(res.Body)
-	res.Body.Close()
-	var answer struct {
-		Error struct{ Code, Message string } `json:"error"`
-	}
+	res, data := postRegistration(t, e.urls[0], registration(tok.Token, "nh-over"))
+	var answer errorBody
 	if err := json.Unmarshal(data, &answer); err != nil {
 		t.Fatalf("the refusal's body %q: %v", data, err)
 	}
@@ -109,19 +145,8 @@ func TestNewHostsPerTokenBound_RSEC(t *testing.T) {
 	}
 
 	// What creates no host keeps its own rules.
-	if _, err := e.admin.ReKey(ctx, creds[0], req(tok.Token, "nh-0000")); err != nil {
-		t.Errorf("a re-key with the host's credential while the token's new hosts are spent: %v", err)
-	}
-	if err := e.admin.ResetRegistration(ctx, p, "nh-0001"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.admin.Register(ctx, req(tok.Token, "nh-0001")); err != nil {
-		t.Errorf("a registration after an admin's reset while the token's new hosts are spent: %v", err)
-	}
-	if _, err := e.admin.PutSessionHost(ctx, p, "nh-made", vhttp.SessionHostRequest{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.admin.Register(ctx, req(tok.Token, "nh-made")); err != nil {
+	takenWhileSpent(t, e.admin, p, tok.Token, creds[0], "nh-0000", "nh-0001", "nh-made")
+	if _, err := e.admin.Register(ctx, registration(tok.Token, "nh-made")); err != nil {
 		t.Errorf("the claim of a pooled host an admin created while the token's new hosts are spent: %v", err)
 	}
 	// Another token has its own bucket.
@@ -129,12 +154,12 @@ func TestNewHostsPerTokenBound_RSEC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.admin.Register(ctx, req(other.Token, "nh-other")); err != nil {
+	if _, err := e.admin.Register(ctx, registration(other.Token, "nh-other")); err != nil {
 		t.Errorf("another token's new host: %v", err)
 	}
 	// The token's next new host is still refused: none of the above
 	// gave it one.
-	_, err = e.admin.Register(ctx, req(tok.Token, "nh-over"))
+	_, err = e.admin.Register(ctx, registration(tok.Token, "nh-over"))
 	if vdibroker.ErrorCode(err) != vdibroker.ETooManyRequests || vdibroker.ErrorRetryAfter(err) <= 0 {
 		t.Fatalf("new host after the re-key, reset, claim and another token's: %v (retry after %s), want 429 with Retry-After",
 			err, vdibroker.ErrorRetryAfter(err))
@@ -143,17 +168,17 @@ func TestNewHostsPerTokenBound_RSEC(t *testing.T) {
 	// One new host a minute / NewHostsPerTokenPerMinute later, and one
 	// only.
 	e.clock.Advance(time.Minute / vhttp.NewHostsPerTokenPerMinute)
-	if _, err := e.admin.Register(ctx, req(tok.Token, "nh-over")); err != nil {
+	if _, err := e.admin.Register(ctx, registration(tok.Token, "nh-over")); err != nil {
 		t.Errorf("a new host %s after the bound was reached: %v", time.Minute/vhttp.NewHostsPerTokenPerMinute, err)
 	}
-	_, err = e.admin.Register(ctx, req(tok.Token, "nh-over2"))
+	_, err = e.admin.Register(ctx, registration(tok.Token, "nh-over2"))
 	if vdibroker.ErrorCode(err) != vdibroker.ETooManyRequests {
 		t.Errorf("a second new host in the same second: %v, want 429", err)
 	}
 	// A minute later, a minute's worth.
 	e.clock.Advance(time.Minute)
 	for i := range vhttp.NewHostsPerTokenPerMinute {
-		if _, err := e.admin.Register(ctx, req(tok.Token, fmt.Sprintf("nh-later-%02d", i))); err != nil {
+		if _, err := e.admin.Register(ctx, registration(tok.Token, fmt.Sprintf("nh-later-%02d", i))); err != nil {
 			t.Fatalf("new host %d a minute later: %v", i+1, err)
 		}
 	}

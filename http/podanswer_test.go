@@ -16,8 +16,6 @@ import (
 	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/federation"
 	vhttp "github.com/vdibroker/vdibroker/http"
-	"github.com/vdibroker/vdibroker/internal/testserver"
-	"github.com/vdibroker/vdibroker/store"
 )
 
 // hostilePeer answers every pod-to-pod call 200 with answer(its path),
@@ -37,6 +35,45 @@ func hostilePeer(t *testing.T, answer func(path string) []byte, length bool) *ht
 	}))
 	t.Cleanup(peer.Close)
 	return peer
+}
+
+// podCall is a call of c to the pod p whose answer only its error tells.
+type podCall func(c *vhttp.PodClient, p vdibroker.Pod) error
+
+// podLoads, podSessions and podDocument are the pod-to-pod calls whose
+// answers hold lists: a pod's loads, alice's sessions in office, and the
+// document of generation 2 put by admin.
+func podLoads(c *vhttp.PodClient, p vdibroker.Pod) error {
+	_, err := c.Loads(context.Background(), p)
+	return err
+}
+
+func podSessions(c *vhttp.PodClient, p vdibroker.Pod) error {
+	_, err := c.Sessions(context.Background(), p, vdibroker.PodSessionsRequest{User: "alice", HostPools: []string{"office"}})
+	return err
+}
+
+func podDocument(c *vhttp.PodClient, p vdibroker.Pod) error {
+	_, err := c.PutDocument(context.Background(), p, vdibroker.PodDocumentRequest{Document: vdibroker.Federation{Generation: 2}, Principal: "admin"})
+	return err
+}
+
+// podOneWithOffice starts pod1 (fedPodOne) and puts its document: pod1
+// and pod2, at peerURL, of site s, and the global entitlement office of
+// all users, its one member pod2's pool office. It returns pod1's admin
+// client.
+func podOneWithOffice(t *testing.T, peerURL string) *vhttp.Client {
+	t.Helper()
+	_, ts := fedPodOne(t)
+	admin := vhttp.NewClient(ts.URL, adminToken)
+	doc := &vdibroker.Federation{Generation: 1, Sites: []vdibroker.Site{{Name: "s"}},
+		Pods: []vdibroker.Pod{{Name: "pod1", Site: "s", URL: ts.URL}, {Name: "pod2", Site: "s", URL: peerURL}},
+		GlobalEntitlements: []vdibroker.GlobalEntitlement{{Name: "office", AllUsers: true,
+			Members: []vdibroker.Member{{Pod: "pod2", HostPool: "office"}}}}}
+	if _, err := admin.PutFederation(t.Context(), doc); err != nil {
+		t.Fatal(err)
+	}
+	return admin
 }
 
 // jsonList is a JSON object whose field holds n copies of elem.
@@ -70,12 +107,6 @@ func padded(field string, n int) []byte {
 func TestPodAnswersBounded_RG5(t *testing.T) {
 	ctx := context.Background()
 	const mib = 1 << 20
-	type call func(c *vhttp.PodClient, p vdibroker.Pod) error
-	loads := func(c *vhttp.PodClient, p vdibroker.Pod) error { _, err := c.Loads(ctx, p); return err }
-	sessions := func(c *vhttp.PodClient, p vdibroker.Pod) error {
-		_, err := c.Sessions(ctx, p, vdibroker.PodSessionsRequest{User: "alice", HostPools: []string{"office"}})
-		return err
-	}
 	lookup := func(c *vhttp.PodClient, p vdibroker.Pod) error {
 		_, err := c.Lookup(ctx, p, vdibroker.PodLookupRequest{User: "alice"})
 		return err
@@ -91,28 +122,24 @@ func TestPodAnswersBounded_RG5(t *testing.T) {
 		_, err := c.SessionCommand(ctx, p, vdibroker.PodSessionCommandRequest{User: "alice", ID: "s1", HostPools: []string{"office"}, Command: vdibroker.CommandLogoff})
 		return err
 	}
-	document := func(c *vhttp.PodClient, p vdibroker.Pod) error {
-		_, err := c.PutDocument(ctx, p, vdibroker.PodDocumentRequest{Document: vdibroker.Federation{Generation: 2}, Principal: "admin"})
-		return err
-	}
 	pool := `{"hostPool":"p","found":true,"hosts":1}`
 	session := `{"id":"s","user":"alice","hostPool":"office","state":"Active"}`
 	for _, tc := range []struct {
 		name   string
-		call   call
+		call   podCall
 		answer []byte
 		want   string // in the error; "" for an answer taken
 	}{
 		// Loads: a member pool's facts each; a valid document gives a pod
 		// at most federation.MaxDocumentMembers (10,000) member pools.
-		{"loads within its bounds", loads, jsonList("pools", pool, 10000), ""},
-		{"loads over 8 MiB", loads, padded("pod", 8*mib), "more than 8388608 bytes"},
-		{"loads of 10,001 pools", loads, jsonList("pools", pool, 10001), "more than 10001 JSON objects"},
-		{"loads of 40,000 empty pools", loads, jsonList("pools", "{}", 40000), "more than 10001 JSON objects"},
+		{"loads within its bounds", podLoads, jsonList("pools", pool, 10000), ""},
+		{"loads over 8 MiB", podLoads, padded("pod", 8*mib), "more than 8388608 bytes"},
+		{"loads of 10,001 pools", podLoads, jsonList("pools", pool, 10001), "more than 10001 JSON objects"},
+		{"loads of 40,000 empty pools", podLoads, jsonList("pools", "{}", 40000), "more than 10001 JSON objects"},
 		// Sessions: at most 65,536 (64 users asked, in 256 pools).
-		{"sessions within their bounds", sessions, jsonList("sessions", session, 1000), ""},
-		{"sessions over 8 MiB", sessions, jsonList("sessions", `{"id":"`+strings.Repeat("s", 1000)+`"}`, 9000), "more than 8388608 bytes"},
-		{"sessions of 65,536 empty ones", sessions, jsonList("sessions", "{}", 65536), "more than 65536 JSON objects"},
+		{"sessions within their bounds", podSessions, jsonList("sessions", session, 1000), ""},
+		{"sessions over 8 MiB", podSessions, jsonList("sessions", `{"id":"`+strings.Repeat("s", 1000)+`"}`, 9000), "more than 8388608 bytes"},
+		{"sessions of 65,536 empty ones", podSessions, jsonList("sessions", "{}", 65536), "more than 65536 JSON objects"},
 		// The others answer one object (no list of them to grow in
 		// memory): their bytes are bounded.
 		{"a look-up within its bounds", lookup, []byte(`{"pods":["pod2"],"complete":{"pod2":1}}`), ""},
@@ -120,8 +147,8 @@ func TestPodAnswersBounded_RG5(t *testing.T) {
 		{"a connect over 1 MiB", connect, padded("rdpFile", mib), "more than 1048576 bytes"},
 		{"a registration over 1 MiB", register, padded("x", mib), "more than 1048576 bytes"},
 		{"a command over 1 MiB", command, padded("result", mib), "more than 1048576 bytes"},
-		{"a document over 2 MiB", document, padded("x", 2*mib), "more than 2097152 bytes"},
-		{"a document of 65,537 objects", document, jsonList("homeSites", "{}", 65536), "more than 65536 JSON objects"},
+		{"a document over 2 MiB", podDocument, padded("x", 2*mib), "more than 2097152 bytes"},
+		{"a document of 65,537 objects", podDocument, jsonList("homeSites", "{}", 65536), "more than 65536 JSON objects"},
 	} {
 		for _, length := range []bool{true, false} {
 			t.Run(fmt.Sprintf("%s, Content-Length %v", tc.name, length), func(t *testing.T) {
@@ -167,24 +194,7 @@ func TestPodAnswerOverItsBoundThroughAPod_RG5(t *testing.T) {
 		}
 		return peerAnswer
 	}, false)
-	st, err := store.Open(t.Context(), "", t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	secret := []byte(testFedSecret)
-	srv := testserver.New(testserver.Config{Store: st, AdminToken: adminToken, Pod: "pod1", Site: "s",
-		Peers: vhttp.NewPodClient("pod1", secret), FederationSecret: secret})
-	ts := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() { ts.Close(); srv.Close() })
-	admin := vhttp.NewClient(ts.URL, adminToken)
-	doc := &vdibroker.Federation{Generation: 1, Sites: []vdibroker.Site{{Name: "s"}},
-		Pods: []vdibroker.Pod{{Name: "pod1", Site: "s", URL: ts.URL}, {Name: "pod2", Site: "s", URL: peer.URL}},
-		GlobalEntitlements: []vdibroker.GlobalEntitlement{{Name: "office", AllUsers: true,
-			Members: []vdibroker.Member{{Pod: "pod2", HostPool: "office"}}}}}
-	if _, err := admin.PutFederation(t.Context(), doc); err != nil {
-		t.Fatal(err)
-	}
+	admin := podOneWithOffice(t, peer.URL)
 	fs, err := admin.GetFederation(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -220,34 +230,23 @@ func TestPodAnswerOverItsBoundThroughAPod_RG5(t *testing.T) {
 // now the call's failure, decoded no further than its first element: the
 // call allocates a few times the answer's size at most (reading it).
 func TestPodAnswerListsOfObjectsOnly_RG5(t *testing.T) {
-	ctx := context.Background()
 	const mib = 1 << 20
-	type call func(c *vhttp.PodClient, p vdibroker.Pod) error
-	loads := func(c *vhttp.PodClient, p vdibroker.Pod) error { _, err := c.Loads(ctx, p); return err }
-	sessions := func(c *vhttp.PodClient, p vdibroker.Pod) error {
-		_, err := c.Sessions(ctx, p, vdibroker.PodSessionsRequest{User: "alice", HostPools: []string{"office"}})
-		return err
-	}
-	document := func(c *vhttp.PodClient, p vdibroker.Pod) error {
-		_, err := c.PutDocument(ctx, p, vdibroker.PodDocumentRequest{Document: vdibroker.Federation{Generation: 2}, Principal: "admin"})
-		return err
-	}
 	// fill is a list of elem filling about n bytes.
 	fill := func(elem string, n int) string {
 		return "[" + strings.Repeat(elem+",", n/(len(elem)+1)-1) + elem + "]"
 	}
 	for _, tc := range []struct {
 		name   string
-		call   call
+		call   podCall
 		answer func(elem string) []byte
 	}{
-		{"pools", loads, func(e string) []byte { return []byte(`{"pools":` + fill(e, 8*mib-100) + `}`) }},
-		{"sessions", sessions, func(e string) []byte { return []byte(`{"sessions":` + fill(e, 8*mib-100) + `}`) }},
-		{"a document's home sites", document, func(e string) []byte { return []byte(`{"generation":2,"homeSites":` + fill(e, 2*mib-100) + `}`) }},
-		{"a document's entitlements", document, func(e string) []byte {
+		{"pools", podLoads, func(e string) []byte { return []byte(`{"pools":` + fill(e, 8*mib-100) + `}`) }},
+		{"sessions", podSessions, func(e string) []byte { return []byte(`{"sessions":` + fill(e, 8*mib-100) + `}`) }},
+		{"a document's home sites", podDocument, func(e string) []byte { return []byte(`{"generation":2,"homeSites":` + fill(e, 2*mib-100) + `}`) }},
+		{"a document's entitlements", podDocument, func(e string) []byte {
 			return []byte(`{"generation":2,"globalEntitlements":` + fill(e, 2*mib-100) + `}`)
 		}},
-		{"an entitlement's members", document, func(e string) []byte {
+		{"an entitlement's members", podDocument, func(e string) []byte {
 			return []byte(`{"generation":2,"globalEntitlements":[{"name":"g","members":` + fill(e, 2*mib-100) + `}]}`)
 		}},
 	} {
@@ -293,24 +292,7 @@ func TestPeerNullSessionAnswer_RG5(t *testing.T) {
 		}
 		return []byte(`{"sessions":[null]}`)
 	}, true)
-	st, err := store.Open(t.Context(), "", t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	secret := []byte(testFedSecret)
-	srv := testserver.New(testserver.Config{Store: st, AdminToken: adminToken, Pod: "pod1", Site: "s",
-		Peers: vhttp.NewPodClient("pod1", secret), FederationSecret: secret})
-	ts := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() { ts.Close(); srv.Close() })
-	admin := vhttp.NewClient(ts.URL, adminToken)
-	doc := &vdibroker.Federation{Generation: 1, Sites: []vdibroker.Site{{Name: "s"}},
-		Pods: []vdibroker.Pod{{Name: "pod1", Site: "s", URL: ts.URL}, {Name: "pod2", Site: "s", URL: peer.URL}},
-		GlobalEntitlements: []vdibroker.GlobalEntitlement{{Name: "office", AllUsers: true,
-			Members: []vdibroker.Member{{Pod: "pod2", HostPool: "office"}}}}}
-	if _, err := admin.PutFederation(t.Context(), doc); err != nil {
-		t.Fatal(err)
-	}
+	admin := podOneWithOffice(t, peer.URL)
 	gs, err := admin.GlobalSessions(t.Context(), "alice")
 	if err != nil {
 		t.Fatal(err)

@@ -30,9 +30,10 @@ func (b *readFlag) Read(p []byte) (int, error) {
 	return b.r.Read(p)
 }
 
-// podOne starts pod1 of a document listing pod1 and pod2 on a SQLite
-// store and returns its handler.
-func podOne(t *testing.T) nethttp.Handler {
+// fedPodOne starts pod1, of site s, on a SQLite store and a loopback
+// server, with the federation secret and a pod client for its calls to
+// its peers; the caller puts its document.
+func fedPodOne(t *testing.T) (*testserver.Server, *httptest.Server) {
 	t.Helper()
 	st, err := store.Open(t.Context(), "", t.TempDir(), nil)
 	if err != nil {
@@ -44,6 +45,14 @@ func podOne(t *testing.T) nethttp.Handler {
 		Peers: vhttp.NewPodClient("pod1", secret), FederationSecret: secret})
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(func() { ts.Close(); srv.Close() })
+	return srv, ts
+}
+
+// podOne starts pod1 of a document listing pod1 and pod2 on a SQLite
+// store and returns its handler.
+func podOne(t *testing.T) nethttp.Handler {
+	t.Helper()
+	srv, ts := fedPodOne(t)
 	doc := &vdibroker.Federation{Generation: 1, Sites: []vdibroker.Site{{Name: "s"}},
 		Pods: []vdibroker.Pod{{Name: "pod1", Site: "s", URL: ts.URL}, {Name: "pod2", Site: "s", URL: "https://pod2.example.test"}}}
 	if _, err := vhttp.NewClient(ts.URL, adminToken).PutFederation(t.Context(), doc); err != nil {

@@ -333,17 +333,43 @@ var goingDownIn30 = map[string]string{
 // words for the pool's capacity.
 func wantGoingDownIn30(t *testing.T, alice *browser, launch string, s launchStatus) {
 	t.Helper()
-	if s.State != "failed" || !strings.HasPrefix(s.Message, goingDownIn30["en"]+" Reference for your helpdesk: ") {
-		t.Fatalf("the launch: %+v; want failed, saying %q and the reference", s, goingDownIn30["en"])
+	wantFailedSaying(t, alice, launch, "the launch", s, goingDownIn30,
+		"says no session host can take it", []string{"No session host", "kein Sitzungshost", "nenhum anfitrião", "لا يستطيع أي مضيف"})
+}
+
+// launchGoingDown has mine-1's agent say that its machine goes down,
+// and checks that alice's launch of her desktop then says goingDownIn30
+// (wantGoingDownIn30). It returns her browser and its CSRF token.
+func launchGoingDown(t *testing.T, e *env) (*browser, string) {
+	t.Helper()
+	if _, err := e.admin.Heartbeat(t.Context(), e.creds["mine-1"], &vdibroker.HeartbeatRequest{ShuttingDown: true}); err != nil {
+		t.Fatal(err)
+	}
+	alice := e.browser()
+	csrf := alice.signIn(e.userToken("alice"))
+	launch := alice.launch(csrf, "desktop:mine")
+	wantGoingDownIn30(t, alice, launch, alice.await(launch, ended))
+	return alice, csrf
+}
+
+// wantFailedSaying checks that alice's launch, what for the failure's
+// message, s its status, failed saying words: its status in English,
+// followed by the reference for her helpdesk, and its page in each of
+// the portal's languages; and that its page has none of wrong, which
+// tells her what wrongTells says.
+func wantFailedSaying(t *testing.T, alice *browser, launch, what string, s launchStatus, words map[string]string, wrongTells string, wrong []string) {
+	t.Helper()
+	if s.State != "failed" || !strings.HasPrefix(s.Message, words["en"]+" Reference for your helpdesk: ") {
+		t.Fatalf("%s: %+v; want failed, saying %q and the reference", what, s, words["en"])
 	}
 	for _, lang := range []string{"de", "pt", "ar", "en"} { // English last: the choice is remembered
 		res, page := alice.get(launch+"?lang="+lang, "Accept-Language", lang)
-		if want := goingDownIn30[lang]; res.StatusCode != http.StatusOK || !strings.Contains(page, want) {
+		if want := words[lang]; res.StatusCode != http.StatusOK || !strings.Contains(page, want) {
 			t.Errorf("the launch's page in %s: %d, want it to say %q:\n%s", lang, res.StatusCode, want, page)
 		}
-		for _, wrong := range []string{"No session host", "kein Sitzungshost", "nenhum anfitrião", "لا يستطيع أي مضيف"} {
-			if strings.Contains(page, wrong) {
-				t.Errorf("the launch's page in %s says no session host can take it (%q):\n%s", lang, wrong, page)
+		for _, w := range wrong {
+			if strings.Contains(page, w) {
+				t.Errorf("the launch's page in %s %s (%q):\n%s", lang, wrongTells, w, page)
 			}
 		}
 	}
@@ -362,15 +388,8 @@ func wantGoingDownIn30(t *testing.T, alice *browser, launch string, s launchStat
 // and the page itself).
 func TestLaunchShuttingDownSaysTheAnswersWait_RA4(t *testing.T) {
 	e := newEnv(t, nil)
-	ctx := context.Background()
 	startedDesk(t, e)
-	if _, err := e.admin.Heartbeat(ctx, e.creds["mine-1"], &vdibroker.HeartbeatRequest{ShuttingDown: true}); err != nil {
-		t.Fatal(err)
-	}
-	alice := e.browser()
-	csrf := alice.signIn(e.userToken("alice"))
-	launch := alice.launch(csrf, "desktop:mine")
-	wantGoingDownIn30(t, alice, launch, alice.await(launch, ended))
+	launchGoingDown(t, e)
 }
 
 // TestLaunchDesktopGoingDown_RU4_RA4: alice's own desktop in a Personal
@@ -392,17 +411,11 @@ func TestLaunchDesktopGoingDown_RU4_RA4(t *testing.T) {
 		if h, err := e.admin.GetSessionHost(ctx, "mine", "mine-1"); err != nil || h.PowerState != vdibroker.PowerRunning {
 			t.Fatalf("mine-1 after its heartbeat: %+v, %v; want Running", h, err)
 		}
-		if _, err := e.admin.Heartbeat(ctx, e.creds["mine-1"], &vdibroker.HeartbeatRequest{ShuttingDown: true}); err != nil {
-			t.Fatal(err)
-		}
-		alice := e.browser()
-		csrf := alice.signIn(e.userToken("alice"))
-		launch := alice.launch(csrf, "desktop:mine")
-		wantGoingDownIn30(t, alice, launch, alice.await(launch, ended))
+		alice, csrf := launchGoingDown(t, e)
 		// It restarted: back, her launch lands on it.
 		e.advance(30 * time.Second)
 		e.heartbeat("mine-1")
-		launch = alice.launch(csrf, "desktop:mine")
+		launch := alice.launch(csrf, "desktop:mine")
 		if s := alice.await(launch, ended); s.State != "ready" {
 			t.Fatalf("her launch once it is back: %+v; want ready", s)
 		}
@@ -444,14 +457,7 @@ func TestLaunchDesktopNeedsHelpdesk_RA4(t *testing.T) {
 	ctx := context.Background()
 	startedDesk(t, e)
 	e.advance(vdibroker.HostStartTimeout - time.Minute)
-	if _, err := e.admin.Heartbeat(ctx, e.creds["mine-1"], &vdibroker.HeartbeatRequest{ShuttingDown: true}); err != nil {
-		t.Fatal(err)
-	}
-	alice := e.browser()
-	csrf := alice.signIn(e.userToken("alice"))
-	launch := alice.launch(csrf, "desktop:mine")
-	s := alice.await(launch, ended)
-	wantGoingDownIn30(t, alice, launch, s)
+	alice, csrf := launchGoingDown(t, e)
 	e.advance(2 * time.Minute) // its machine is down; its start timed out
 	words := map[string]string{
 		"en": "The computer of \u2068My desk\u2069 did not start or has shut down, and opening it again will not start it. Ask your helpdesk to start it for you.",
@@ -459,22 +465,9 @@ func TestLaunchDesktopNeedsHelpdesk_RA4(t *testing.T) {
 		"pt": "O computador de \u2068My desk\u2069 não chegou a iniciar ou foi encerrado, e abri-lo novamente não o inicia. Peça ao seu helpdesk que o inicie por si.",
 		"ar": "جهاز الكمبيوتر الخاص بـ \u2068My desk\u2069 لم يبدأ أو تم إيقاف تشغيله، ولن يشغّله فتحه مرة أخرى. اطلب من مكتب الدعم تشغيله لك.",
 	}
-	launch = alice.launch(csrf, "desktop:mine")
-	s = alice.await(launch, ended)
-	if s.State != "failed" || !strings.HasPrefix(s.Message, words["en"]+" Reference for your helpdesk: ") {
-		t.Fatalf("the launch, down, its start timed out: %+v; want failed, saying %q and the reference", s, words["en"])
-	}
-	for _, lang := range []string{"de", "pt", "ar", "en"} { // English last: the choice is remembered
-		res, page := alice.get(launch+"?lang="+lang, "Accept-Language", lang)
-		if want := words[lang]; res.StatusCode != http.StatusOK || !strings.Contains(page, want) {
-			t.Errorf("the launch's page in %s: %d, want it to say %q:\n%s", lang, res.StatusCode, want, page)
-		}
-		for _, wrong := range []string{"Try again", "Versuchen Sie es", "Tente novamente", "حاول مرة أخرى"} {
-			if strings.Contains(page, wrong) {
-				t.Errorf("the launch's page in %s tells her to try again (%q):\n%s", lang, wrong, page)
-			}
-		}
-	}
+	launch := alice.launch(csrf, "desktop:mine")
+	wantFailedSaying(t, alice, launch, "the launch, down, its start timed out", alice.await(launch, ended), words,
+		"tells her to try again", []string{"Try again", "Versuchen Sie es", "Tente novamente", "حاول مرة أخرى"})
 	if list, err := e.admin.ListAudit(ctx, vhttp.AuditQuery{Action: "portal.launch"}); err != nil || len(list) < 2 ||
 		!strings.Contains(list[len(list)-1].Error, "an administrator can start it again") {
 		t.Errorf("the refusal's audit entry: %+v %v; want the administrator's words", list, err)
